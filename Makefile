@@ -1,0 +1,104 @@
+# zaqar-filtering developer entry points.
+#
+#   make venv    create .venv (Python >= 3.11) with the package and test tools
+#   make test    run the unit tests with stestr and the style checks (flake8
+#                with hacking), and print a one-line summary
+#   make lint    run only the style checks
+#   make demo    run the policy engine on the CMQ seed scenarios
+#   make bench   run the matcher benchmark
+#   make clean   remove the virtualenv, test and build output
+
+SHELL := /bin/bash
+
+VENV := .venv
+BIN := $(VENV)/bin
+# Rebuilt whenever the packaging or the requirements change.
+STAMP := $(VENV)/.installed
+
+# Extra arguments for "stestr run", e.g. make test TESTARGS=tests.unit.policy
+TESTARGS ?=
+
+# pbr takes the version from git. Outside a git work tree (a source tarball,
+# an exported copy) it cannot, and needs PBR_VERSION instead.
+ifneq ($(shell git rev-parse --is-inside-work-tree 2>/dev/null),true)
+export PBR_VERSION ?= 0.0.1.dev0
+endif
+
+.PHONY: venv test lint demo bench clean
+
+venv: $(STAMP)
+
+$(STAMP): setup.py setup.cfg requirements.txt test-requirements.txt
+	@py=; \
+	for cand in python3 python3.11 python3.12 python3.13; do \
+	  if command -v "$$cand" >/dev/null 2>&1 && \
+	     "$$cand" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then \
+	    py=$$cand; break; \
+	  fi; \
+	done; \
+	if [ -z "$$py" ]; then \
+	  echo "make venv: Python 3.11 or newer is required;" \
+	       "none of python3, python3.11, python3.12, python3.13 is (python3 is" \
+	       "$$(python3 --version 2>&1 || echo missing))." >&2; \
+	  exit 1; \
+	fi; \
+	if ! $(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then \
+	  rm -rf $(VENV); \
+	  echo "Creating $(VENV) with $$py ($$($$py --version 2>&1))"; \
+	  "$$py" -m venv $(VENV) || exit 1; \
+	fi
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e . -r test-requirements.txt
+	@touch $@
+
+# stestr keeps going after a failing test; the summary is read back from the
+# run it recorded. A run that fails before any test starts (an import error
+# during discovery) records nothing, so "stestr last" would show an older
+# run: count the recorded runs to tell the two apart. ("history list" prints
+# one "<id> <passed> <runtime> <date>" line per run, and an error message
+# instead when there is no repository yet.)
+lint: venv
+	$(BIN)/flake8
+
+test: venv
+	@lint_rc=0; \
+	$(BIN)/flake8 || { lint_rc=$$?; echo "style checks (flake8) failed: see above" >&2; }; \
+	runs_before=$$($(BIN)/stestr history list -f value 2>/dev/null | grep -cE '^[0-9]+ '); \
+	rc=0; \
+	$(BIN)/stestr run $(TESTARGS) || rc=$$?; \
+	runs_after=$$($(BIN)/stestr history list -f value 2>/dev/null | grep -cE '^[0-9]+ '); \
+	if [ "$$runs_after" -le "$$runs_before" ]; then \
+	  echo >&2; \
+	  echo "stestr recorded no test run (exit status $$rc); see the errors above." >&2; \
+	  echo "0 passed, 0 failed, 0 skipped"; \
+	  exit 1; \
+	fi; \
+	stats=$$($(BIN)/stestr last --subunit | $(BIN)/subunit-stats --no-passthrough); \
+	total=$$(awk '/^Total tests:/ {print $$3}' <<<"$$stats"); \
+	passed=$$(awk '/^Passed tests:/ {print $$3}' <<<"$$stats"); \
+	failed=$$(awk '/^Failed tests:/ {print $$3}' <<<"$$stats"); \
+	skipped=$$(awk '/^Skipped tests:/ {print $$3}' <<<"$$stats"); \
+	if [ -z "$$total" ] || [ -z "$$passed" ] || [ -z "$$failed" ] || [ -z "$$skipped" ]; then \
+	  echo "could not read the subunit-stats summary:" >&2; \
+	  echo "$$stats" >&2; \
+	  exit 1; \
+	fi; \
+	echo "$$passed passed, $$failed failed, $$skipped skipped"; \
+	if [ "$$total" -eq 0 ]; then \
+	  echo "no tests ran" >&2; \
+	  exit 1; \
+	fi; \
+	if [ "$$rc" -eq 0 ] && [ "$$lint_rc" -ne 0 ]; then rc=$$lint_rc; fi; \
+	exit $$rc
+
+demo: venv
+	$(BIN)/python -m zaqar_filtering.demo
+
+bench: venv
+	$(BIN)/python bench/matcher.py
+
+clean:
+	rm -rf $(VENV) .stestr .hypothesis .tox build dist .eggs *.egg-info \
+	  AUTHORS ChangeLog bench/results \
+	  releasenotes/build api-ref/build doc/build
+	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,243 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The filter fields of a posted message.
+
+A message may carry ``filter_policies`` (tags), ``routing_key`` and
+``attributes``; its ``body`` is what ``MessageBody``-scope policies read.
+:func:`validate_message` is the API's strict check. :class:`MessageView` is
+the matcher's lenient reading: a field it cannot read counts as absent, so
+matching never fails on a message that skipped validation.
+"""
+
+import functools
+import json
+
+from zaqar_filtering.policy import binding_key
+from zaqar_filtering.policy.errors import InvalidPolicy
+from zaqar_filtering.policy.limits import DEFAULT_LIMITS
+from zaqar_filtering.policy import tags
+from zaqar_filtering.policy import values as v
+
+TAGS = 'filter_policies'
+ROUTING_KEY = 'routing_key'
+ATTRIBUTES = 'attributes'
+BODY = 'body'
+FIELDS = (TAGS, ROUTING_KEY, ATTRIBUTES)
+
+ATTRIBUTE_TYPES = ('String', 'Number', 'String.Array', 'Binary')
+
+
+def validate_message(message, limits=DEFAULT_LIMITS):
+    """Check the filter fields of one message.
+
+    :param message: a posted message (a dict).
+    :param limits: a :class:`Limits`.
+    :returns: a dict of the filter fields the message has: tags as a sorted
+        list of distinct tags, the routing key, the attributes as given.
+    :raises InvalidPolicy: naming the field, the value and the rule.
+    """
+    if not isinstance(message, dict):
+        raise InvalidPolicy('message', 'message_type', 'must be a JSON '
+                            'object, not %s' % v.describe(message))
+    fields = {}
+    found = tags.parse_tags(message.get(TAGS), TAGS, limits)
+    if found:
+        fields[TAGS] = sorted(found)
+    if message.get(ROUTING_KEY) is not None:
+        binding_key.parse_routing_key(message[ROUTING_KEY], ROUTING_KEY,
+                                      limits)
+        fields[ROUTING_KEY] = message[ROUTING_KEY]
+    attributes = message.get(ATTRIBUTES)
+    if attributes is not None:
+        if not isinstance(attributes, dict):
+            raise InvalidPolicy(ATTRIBUTES, 'attributes_type',
+                                'must be an object of attribute names to '
+                                'values, not %s' % v.describe(attributes))
+        for name, value in attributes.items():
+            parse_attribute(name, value)
+        if attributes:
+            fields[ATTRIBUTES] = attributes
+    return fields
+
+
+def parse_attribute(name, value):
+    """Return the typed values of one message attribute.
+
+    An attribute is a string, a number, a list of strings and numbers, or
+    SNS's typed form ``{"Type": ..., "Value": ...}``. ``Binary`` attributes
+    take no part in filtering (as in SNS) and give None.
+
+    :raises InvalidPolicy: if the attribute is malformed.
+    """
+    def fail(rule, detail):
+        raise InvalidPolicy(ATTRIBUTES, rule, detail, (name,))
+
+    if not isinstance(name, str) or not name:
+        raise InvalidPolicy(ATTRIBUTES, 'attribute_name', 'attribute name %s '
+                            'is not a non-empty string' % v.describe(name))
+    if isinstance(value, dict):
+        return _parse_typed(value, fail)
+    if isinstance(value, list):
+        found = tuple(v.from_json(item) for item in value)
+        if any(item is None or item[0] not in (v.STRING, v.NUMBER)
+               for item in found):
+            fail('attribute_value', 'a list attribute holds strings and '
+                 'numbers only, not %s' % v.describe(value))
+        return found
+    found = v.from_json(value)
+    if found is None or found[0] not in (v.STRING, v.NUMBER):
+        fail('attribute_value', 'an attribute is a string, a number, a list '
+             'or {"Type": ..., "Value": ...}, not %s' % v.describe(value))
+    return (found,)
+
+
+def _parse_typed(value, fail):
+    if set(value) != {'Type', 'Value'}:
+        fail('attribute_value', 'a typed attribute has exactly the keys '
+             '"Type" and "Value", not %s' % v.describe(sorted(value, key=str)))
+    kind, text = value['Type'], value['Value']
+    if kind not in ATTRIBUTE_TYPES:
+        fail('attribute_type', 'Type must be one of %s, not %s'
+             % (', '.join(ATTRIBUTE_TYPES), v.describe(kind)))
+    if not isinstance(text, str):
+        fail('attribute_value', 'the Value of a %s attribute is a string, '
+             'not %s' % (kind, v.describe(text)))
+    if kind == 'String':
+        return ((v.STRING, text),)
+    if kind == 'Binary':
+        return None
+    if kind == 'Number':
+        number = v.number_from_text(text)
+        if number is None:
+            fail('attribute_value', 'the Value of a Number attribute is a '
+                 'number, not %s' % v.describe(text))
+        return ((v.NUMBER, number),)
+    try:
+        items = json.loads(text)
+    except (ValueError, RecursionError):
+        items = None
+    found = (tuple(v.from_json(item) for item in items)
+             if isinstance(items, list) else (None,))
+    if None in found:
+        fail('attribute_value', 'the Value of a String.Array attribute is '
+             'the JSON text of an array of strings, numbers, booleans and '
+             'nulls, not %s' % v.describe(text))
+    return found
+
+
+def flatten_body(body, wanted=None):
+    """Return a dict of dotted path -> tuple of typed values of a JSON body.
+
+    Nested objects join their keys with dots; array elements count on their
+    own, arrays of objects and of arrays included. A body that is a string
+    is read as JSON text. A body that is not a JSON object gives no fields,
+    so a ``MessageBody`` policy never matches it.
+
+    :param wanted: if given, a container of the dotted paths to read and
+        their :func:`path_prefixes`; subtrees outside it are not visited,
+        which bounds the work by what the policies read.
+    """
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except (ValueError, RecursionError):
+            return {}
+    if not isinstance(body, dict):
+        return {}
+    fields = {}
+    stack = [('', body)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            prefix = path + '.' if path else ''
+            for key, value in node.items():
+                child = prefix + str(key)
+                if wanted is None or child in wanted:
+                    stack.append((child, value))
+        elif isinstance(node, list):
+            stack.extend((path, item) for item in reversed(node))
+        else:
+            value = v.from_json(node)
+            if value is not None:
+                fields.setdefault(path, []).append(value)
+    return {path: tuple(found) for path, found in fields.items()}
+
+
+def path_prefixes(path):
+    """Return ``path`` and its prefixes that end before a dot.
+
+    They are what :func:`flatten_body` must visit to find ``path``.
+    """
+    prefixes = []
+    dot = path.find('.')
+    while dot >= 0:
+        prefixes.append(path[:dot])
+        dot = path.find('.', dot + 1)
+    prefixes.append(path)
+    return prefixes
+
+
+class MessageView:
+    """A message's filter fields, read leniently and computed on demand.
+
+    :param message: the message (a dict).
+    :param body_paths: if given, a container of the only body paths that
+        will be asked for, with their :func:`path_prefixes`.
+    """
+
+    def __init__(self, message, body_paths=None):
+        if not isinstance(message, dict):
+            raise InvalidPolicy('message', 'message_type', 'must be a JSON '
+                                'object, not %s' % v.describe(message))
+        self.message = message
+        self.body_paths = body_paths
+
+    @functools.cached_property
+    def tags(self):
+        """The message's tags as a frozenset, or None."""
+        try:
+            return tags.parse_tags(self.message.get(TAGS), TAGS, None,
+                                   strict=False)
+        except InvalidPolicy:
+            return None
+
+    @functools.cached_property
+    def routing_key(self):
+        """The words of the message's routing key, or None."""
+        try:
+            return binding_key.parse_routing_key(
+                self.message.get(ROUTING_KEY), ROUTING_KEY, None,
+                strict=False)
+        except InvalidPolicy:
+            return None
+
+    @functools.cached_property
+    def attributes(self):
+        """A dict of attribute name -> tuple of typed values."""
+        attributes = self.message.get(ATTRIBUTES)
+        if not isinstance(attributes, dict):
+            return {}
+        fields = {}
+        for name, value in attributes.items():
+            try:
+                found = parse_attribute(name, value)
+            except InvalidPolicy:
+                continue
+            if found is not None:
+                fields[name] = found
+        return fields
+
+    @functools.cached_property
+    def body(self):
+        """A dict of dotted body path -> tuple of typed values."""
+        return flatten_body(self.message.get(BODY), self.body_paths)
