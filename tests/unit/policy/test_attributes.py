@@ -80,6 +80,13 @@ class TestLimits(unittest.TestCase):
         self.assertEqual('policy_bytes', rejection(
             {'k': list(range(10 ** 6))}).rule)
 
+    def test_size_at_the_default_limit(self):
+        # {"k":["..."]} is 10 bytes of JSON around the string.
+        check({'k': ['x' * (256 * 1024 - 10)]})
+        exc = rejection({'k': ['x' * (256 * 1024 - 9)]})
+        self.assertEqual('filter_policy: the policy has 262145 bytes of '
+                         'JSON; the limit is 262144', str(exc))
+
     def test_size(self):
         limits = Limits(max_policy_bytes=20)
         policy = {'k': ['x' * 10]}       # {"k":["xxxxxxxxxx"]} is 20 bytes
