@@ -1,0 +1,69 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Configuration options of zaqar-filtering: the ``[filtering]`` group.
+
+``list_opts`` is the ``oslo.config.opts`` entry point, so
+``oslo-config-generator --namespace zaqar_filtering`` documents them.
+"""
+
+import dataclasses
+
+from oslo_config import cfg
+
+from zaqar_filtering.policy.limits import Limits
+
+GROUP_NAME = 'filtering'
+
+_LIMIT_HELP = {
+    'max_tags': 'Most tags (filter_policies) on a subscription or a message.',
+    'max_tag_length': 'Most characters in one tag.',
+    'max_binding_keys': 'Most binding keys on a subscription.',
+    'max_key_bytes': 'Most UTF-8 bytes in a binding key or a routing key.',
+    'max_key_words': 'Most dot-separated words in a binding key or a '
+                     'routing key.',
+    'max_policy_keys': 'Most attribute names (leaf keys) in one SNS filter '
+                       'policy.',
+    'max_policy_combinations': 'Most value combinations in one SNS filter '
+                               'policy, counted as Amazon SNS counts them.',
+    'max_policy_bytes': 'Most bytes of one SNS filter policy as compact '
+                        'JSON.',
+    'max_policy_number': 'Largest absolute value of a number in an SNS '
+                         'filter policy.',
+    'max_policy_decimals': 'Most digits after the decimal point of a number '
+                           'in an SNS filter policy.',
+}
+
+LIMIT_OPTS = [
+    cfg.IntOpt(field.name, default=field.default, min=1,
+               help=_LIMIT_HELP[field.name])
+    for field in dataclasses.fields(Limits)
+]
+
+ALL_OPTS = LIMIT_OPTS
+
+
+def register_opts(conf):
+    """Register the ``[filtering]`` options on ``conf``."""
+    conf.register_opts(ALL_OPTS, group=GROUP_NAME)
+
+
+def limits_from_conf(conf):
+    """Return the :class:`Limits` that ``conf`` sets."""
+    group = conf[GROUP_NAME]
+    return Limits(**{field.name: group[field.name]
+                     for field in dataclasses.fields(Limits)})
+
+
+def list_opts():
+    """Return the options for oslo-config-generator."""
+    return [(GROUP_NAME, ALL_OPTS)]
