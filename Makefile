@@ -1,8 +1,10 @@
 # zaqar-filtering developer entry points.
 #
 #   make venv    create .venv (Python >= 3.11) with the package and test tools
-#   make test    run the unit tests with stestr and the style checks (flake8
-#                with hacking), and print a one-line summary
+#   make test    run the unit and functional tests with stestr and the style
+#                checks (flake8 with hacking), and print a one-line summary
+#   make services  install what the functional tests and the demo run
+#                (redis-server) when it is missing
 #   make lint    run only the style checks
 #   make demo    run the policy engine on the CMQ seed scenarios
 #   make bench   run the matcher benchmark
@@ -24,7 +26,7 @@ ifneq ($(shell git rev-parse --is-inside-work-tree 2>/dev/null),true)
 export PBR_VERSION ?= 0.0.1.dev0
 endif
 
-.PHONY: venv test lint demo bench clean
+.PHONY: venv services test lint demo bench clean
 
 venv: $(STAMP)
 
@@ -51,6 +53,40 @@ $(STAMP): setup.py setup.cfg requirements.txt test-requirements.txt
 	$(BIN)/python -m pip install --quiet -e . -r test-requirements.txt
 	@touch $@
 
+# The functional tests and the demo start their own redis-server on a free
+# port (nothing is left running). Install it with apt when it is missing:
+# as root only, and only the package, whose service is not left running.
+services:
+	@if command -v redis-server >/dev/null 2>&1; then \
+	  exit 0; \
+	fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "make services: redis-server is not installed and apt-get is" \
+	       "not available; install redis-server (7.0 or newer) yourself." >&2; \
+	  exit 1; \
+	fi; \
+	if [ "$$(id -u)" -ne 0 ]; then \
+	  echo "make services: redis-server is not installed; installing it" \
+	       "needs root: run 'sudo apt-get install redis-server', or" \
+	       "'sudo make services'." >&2; \
+	  exit 1; \
+	fi; \
+	running_before=$$(pgrep -x redis-server 2>/dev/null || true); \
+	echo "make services: installing redis-server:" \
+	     "apt-get update -qq && apt-get install -y -qq redis-server"; \
+	apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server \
+	  || { echo "make services: installing redis-server failed" >&2; exit 1; }; \
+	if [ -z "$$running_before" ] && pgrep -x redis-server >/dev/null 2>&1; then \
+	  echo "make services: stopping the redis-server service the package" \
+	       "started (the tests start their own)"; \
+	  service redis-server stop >/dev/null 2>&1 || \
+	    systemctl stop redis-server >/dev/null 2>&1 || true; \
+	fi; \
+	command -v redis-server >/dev/null 2>&1 || { \
+	  echo "make services: redis-server is still not on PATH" >&2; exit 1; }; \
+	echo "make services: $$(redis-server --version)"
+
 # stestr keeps going after a failing test; the summary is read back from the
 # run it recorded. A run that fails before any test starts (an import error
 # during discovery) records nothing, so "stestr last" would show an older
@@ -60,7 +96,7 @@ $(STAMP): setup.py setup.cfg requirements.txt test-requirements.txt
 lint: venv
 	$(BIN)/flake8
 
-test: venv
+test: venv services
 	@lint_rc=0; \
 	$(BIN)/flake8 || { lint_rc=$$?; echo "style checks (flake8) failed: see above" >&2; }; \
 	runs_before=$$($(BIN)/stestr history list -f value 2>/dev/null | grep -cE '^[0-9]+ '); \
@@ -91,7 +127,7 @@ test: venv
 	if [ "$$rc" -eq 0 ] && [ "$$lint_rc" -ne 0 ]; then rc=$$lint_rc; fi; \
 	exit $$rc
 
-demo: venv
+demo: venv services
 	$(BIN)/python -m zaqar_filtering.demo
 
 bench: venv

@@ -49,7 +49,22 @@ LIMIT_OPTS = [
     for field in dataclasses.fields(Limits)
 ]
 
-ALL_OPTS = LIMIT_OPTS
+CACHE_OPTS = [
+    cfg.FloatOpt('matcher_cache_seconds', default=10.0, min=0,
+                 help='Seconds a queue\'s compiled matcher is reused before '
+                      'its subscriptions are listed again. Changes made '
+                      'through this server process take effect for the next '
+                      'post whatever this is; it bounds how long a change '
+                      'made through another server process takes to apply.'),
+]
+
+DELIVERY_OPTS = [
+    cfg.FloatOpt('delivery_timeout_seconds', default=10.0, min=0.1,
+                 help='Seconds a webhook delivery waits for a connection and '
+                      'then for an answer before it counts as failed.'),
+]
+
+ALL_OPTS = LIMIT_OPTS + CACHE_OPTS + DELIVERY_OPTS
 
 
 def register_opts(conf):

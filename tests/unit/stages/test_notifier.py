@@ -1,0 +1,113 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The notifier stage: who gets which messages, and what they get."""
+
+import copy
+import unittest
+
+from oslo_config import cfg
+
+from tests.unit.stages.test_matcher_cache import FakeSubscriptions
+from zaqar_filtering.stages.notifier import NotifierStage
+
+SCENARIO_TAGS = ['apple', 'imac', 'iphone', 'macbook']
+
+
+class FakeQueues:
+    def __init__(self, metadata=None):
+        self.metadata = metadata or {}
+
+    def get(self, queue, project=None):
+        return self.metadata
+
+
+class RecordingSender:
+    def __init__(self):
+        self.calls = []
+
+    def send(self, deliveries):
+        for subscription, messages, retry_policy in deliveries:
+            self.calls.append((subscription['id'], messages, retry_policy))
+
+
+class TestNotifierStage(unittest.TestCase):
+
+    def setUp(self):
+        self.addCleanup(cfg.CONF.reset)
+        self.store = FakeSubscriptions()
+        self.task = RecordingSender()
+        self.mail = RecordingSender()
+        self.queues = FakeQueues({'_retry_policy': {'minimum_delay': 2}})
+
+    def stage(self, **kwargs):
+        return NotifierStage(
+            subscription_controller=self.store, queue_controller=self.queues,
+            senders={'http': self.task, 'mailto': self.mail}, **kwargs)
+
+    def received(self, task=None):
+        return {sub_id: [m['body'] for m in messages]
+                for sub_id, messages, _ in (task or self.task).calls}
+
+    def test_seed_scenario_1(self):
+        for name, tags in (('A', ['apple']), ('B', ['xiaomi']),
+                           ('C', ['imac', 'xiaomi']), ('D', None)):
+            self.store.put('p', 'q', name, {'filter_policies': tags}
+                           if tags else {})
+        messages = [{'ttl': 60, 'body': i, 'filter_policies': SCENARIO_TAGS}
+                    for i in range(100)] + [{'ttl': 60, 'body': 'untagged'}]
+        self.assertIsNone(self.stage().post('q', messages, 'uuid', 'p'))
+        received = self.received()
+        self.assertEqual({'A', 'C', 'D'}, set(received))
+        self.assertEqual(list(range(100)), received['A'])
+        self.assertEqual(list(range(100)), received['C'])
+        self.assertEqual(list(range(100)) + ['untagged'], received['D'])
+
+    def test_notifications_carry_filter_fields_and_leave_input_alone(self):
+        self.store.put('p', 'q', 'a', {'binding_keys': ['order.#']})
+        messages = [{'ttl': 60, 'body': {'n': 1}, 'routing_key': 'order.eu',
+                     'attributes': {'k': 'v'}}]
+        before = copy.deepcopy(messages)
+        self.stage().post('q', messages, 'uuid', 'p')
+        [(sub_id, sent, retry_policy)] = self.task.calls
+        self.assertEqual([dict(before[0], Message_Type='Notification')], sent)
+        self.assertEqual(before, messages)
+        self.assertEqual({'minimum_delay': 2}, retry_policy)
+
+    def test_schemes_go_to_their_task(self):
+        self.store.put('p', 'q', 'web', {})
+        self.store.put('p', 'q', 'mail', {})
+        self.store.queues[('p', 'q')]['mail']['subscriber'] = 'mailto:a@b.c'
+        self.store.put('p', 'q', 'odd', {})
+        self.store.queues[('p', 'q')]['odd']['subscriber'] = 'ftp://x'
+        with self.assertLogs('zaqar_filtering.stages.notifier', 'ERROR'):
+            self.stage().post('q', [{'body': 1}], 'uuid', 'p')
+        self.assertEqual({'web': [1]}, self.received())
+        self.assertEqual({'mail': [1]}, self.received(self.mail))
+
+    def test_unconfirmed_subscriptions_wait_when_confirmation_is_required(
+            self):
+        self.store.put('p', 'q', 'yes', {})
+        self.store.put('p', 'q', 'no', {})
+        self.store.queues[('p', 'q')]['no']['confirmed'] = False
+        self.stage(require_confirmation=True).post('q', [{'body': 1}], 'u',
+                                                   'p')
+        self.assertEqual({'yes': [1]}, self.received())
+        self.task.calls.clear()
+        self.stage().post('q', [{'body': 2}], 'u', 'p')
+        self.assertEqual({'yes': [2], 'no': [2]}, self.received())
+
+    def test_no_match_no_delivery_and_no_queue_read(self):
+        self.store.put('p', 'q', 'a', {'filter_policies': ['x']})
+        self.queues.get = None          # would raise if called
+        self.stage().post('q', [{'body': 1}], 'uuid', 'p')
+        self.assertEqual([], self.task.calls)

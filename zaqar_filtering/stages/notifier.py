@@ -1,0 +1,159 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The ``zaqar_filtering.notifier`` message-pipeline stage.
+
+It replaces Zaqar's stock notifier (``zaqar.notification.notifier``): for
+every post it asks the queue's cached :class:`Matcher` which subscriptions
+receive which messages, and hands each subscription only its messages
+over for delivery: webhooks to a separate delivery process, mailto and
+trust+ to Zaqar's own tasks (see :mod:`zaqar_filtering.stages.sender`). A
+subscription without filter policies gets every message, as with the stock
+notifier. Delivered notifications carry the messages' filter fields.
+"""
+
+from concurrent import futures
+import time
+from urllib import parse as urllib_parse
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import stevedore
+from zaqar.storage import pooling
+
+from zaqar_filtering import opts
+from zaqar_filtering.stages.matcher_cache import MatcherCache
+from zaqar_filtering.stages import sender
+
+LOG = logging.getLogger(__name__)
+
+TASKS_NAMESPACE = 'zaqar.notification.tasks'
+NOTIFICATION = 'Notification'
+
+
+class NotifierStage:
+    """Message-pipeline stage that delivers only matching messages.
+
+    Zaqar builds it with keyword arguments (storage/pipeline.py). Only
+    ``post`` is public: the pipeline calls any method named like a storage
+    controller method, and a non-None result would replace the storage.
+
+    :param subscription_controller: Zaqar's subscription controller.
+    :param queue_controller: Zaqar's queue controller (retry policies).
+    :param max_notifier_workers: delivery threads, for webhooks (in the
+        delivery process) and for the other schemes (in this process).
+    :param require_confirmation: skip subscriptions not yet confirmed.
+    :param senders: senders by URI scheme (see
+        :mod:`zaqar_filtering.stages.sender`); by default webhooks go to a
+        delivery process and other schemes to Zaqar's own tasks.
+    """
+
+    def __init__(self, subscription_controller=None, queue_controller=None,
+                 max_notifier_workers=10, require_confirmation=False,
+                 senders=None, **kwargs):
+        self._subscriptions = subscription_controller
+        self._queues = queue_controller
+        self._require_confirmation = require_confirmation
+        # With pooling, the stage of each pool's pipeline delivers; the
+        # outer one sees the pooled controller and must not deliver twice.
+        self._pooled = isinstance(subscription_controller,
+                                  pooling.SubscriptionController)
+        driver = getattr(subscription_controller, 'driver', None)
+        self._conf = getattr(driver, 'conf', None) or cfg.CONF
+        opts.register_opts(self._conf)
+        group = self._conf[opts.GROUP_NAME]
+        self._cache = MatcherCache(subscription_controller,
+                                   opts.limits_from_conf(self._conf),
+                                   group.matcher_cache_seconds)
+        if senders is None:
+            senders = _default_senders(self._conf, max_notifier_workers,
+                                       group.delivery_timeout_seconds)
+        self._senders = senders
+
+    def post(self, queue_name, messages, client_uuid, project=None):
+        """Deliver each message to the subscriptions it matches."""
+        if self._pooled or self._subscriptions is None:
+            return None
+        started = time.monotonic()
+        queue = self._cache.get(project, queue_name)
+        matches = {}
+        for message in messages:
+            matched = queue.matcher.match(message)
+            if matched:
+                notification = dict(message, Message_Type=NOTIFICATION)
+                for sub_id in matched:
+                    matches.setdefault(sub_id, []).append(notification)
+        LOG.debug('Queue %(queue)s (project %(project)s): %(messages)d '
+                  'messages matched %(subs)d of %(total)d subscriptions in '
+                  '%(ms).2f ms: %(matched)s',
+                  {'queue': queue_name, 'project': project,
+                   'messages': len(messages), 'subs': len(matches),
+                   'total': len(queue.subscriptions),
+                   'ms': (time.monotonic() - started) * 1000,
+                   'matched': sorted(matches)})
+        if not matches:
+            return None
+        retry_policy = self._queues.get(queue_name, project).get(
+            '_retry_policy', {})
+        batches = {}
+        for sub_id, notifications in matches.items():
+            subscription = queue.subscriptions[sub_id]
+            scheme = self._scheme(subscription)
+            if scheme is not None:
+                batches.setdefault(scheme, []).append(
+                    (subscription, notifications, retry_policy))
+        for scheme, deliveries in batches.items():
+            self._senders[scheme].send(deliveries)
+        return None
+
+    def _scheme(self, subscription):
+        """Return the sender's scheme, or None if it is not to be sent."""
+        if self._require_confirmation and not subscription.get('confirmed',
+                                                               True):
+            LOG.info('The subscriber %s is not confirmed.',
+                     subscription['subscriber'])
+            return None
+        scheme = urllib_parse.urlparse(subscription['subscriber']).scheme
+        if scheme not in self._senders:
+            LOG.error('No delivery task for subscriber %(subscriber)s: '
+                      'scheme %(scheme)r is not one of %(known)s',
+                      {'subscriber': subscription['subscriber'],
+                       'scheme': scheme, 'known': sorted(self._senders)})
+            return None
+        return scheme
+
+
+def _default_senders(conf, workers, timeout):
+    """Webhooks to a delivery process, other schemes to Zaqar's tasks."""
+    executor = futures.ThreadPoolExecutor(max_workers=workers)
+    senders = {name: sender.ThreadSender(task, executor, conf)
+               for name, task in _load_tasks().items()}
+    webhooks = sender.ProcessSender(workers, timeout)
+    senders.update(http=webhooks, https=webhooks)
+    return senders
+
+
+def _load_tasks():
+    """Load Zaqar's delivery tasks once, by URI scheme."""
+    manager = stevedore.ExtensionManager(
+        TASKS_NAMESPACE, invoke_on_load=True,
+        on_load_failure_callback=_task_failed)
+    if not manager.names():
+        raise RuntimeError('No delivery task found in the entry point '
+                           'namespace %s: is Zaqar installed?'
+                           % TASKS_NAMESPACE)
+    return {extension.name: extension.obj for extension in manager}
+
+
+def _task_failed(manager, entry_point, exc):
+    raise RuntimeError('Cannot load the delivery task %s of %s: %s'
+                       % (entry_point.name, TASKS_NAMESPACE, exc)) from exc
