@@ -190,6 +190,27 @@ class TestFilteredDelivery(base.ServerTestCase):
                                  % (self.queue, sub_id)).json()
         self.assertEqual({'binding_keys': ['a.#']}, stored['options'])
 
+    def test_filter_fields_inside_the_body(self):
+        # For clients that cannot send top-level fields (websocket, the
+        # stock zaqar-server).
+        self.subscribe('A', {'filter_policies': ['apple']})
+        body = {'_filtering': {'filter_policies': ['apple']}, 'n': 1}
+        self.post([{'ttl': 300, 'body': body},
+                   {'ttl': 300, 'body': {'_filtering': {}, 'n': 2}}])
+        [request] = self.receiver.wait_for(1, self.queue + '/A')
+        time.sleep(GRACE)
+        self.assertEqual(1, len(self.receiver.requests(self.queue + '/A')))
+        self.assertEqual(['apple'], request.json['filter_policies'])
+        self.assertEqual(body, request.json['body'])
+
+        response = self.client.post_messages(self.queue, [
+            {'ttl': 300, 'body': 'fine'},
+            {'ttl': 300, 'body': {'_filtering': {'routing_key': 'a.*'}}}])
+        self.assertEqual(400, response.status_code)
+        self.assertIn("messages[1]: body/_filtering/routing_key: routing key "
+                      "'a.*'", response.json()['description'])
+        self.assertEqual(2, self.client.total_messages(self.queue))
+
     def test_a_queue_of_1000_subscriptions(self):
         # Creating subscriptions through Zaqar's API costs O(n) each with
         # redis, so 1,000 are written straight into its schema; the one

@@ -36,6 +36,10 @@ FIELDS = (TAGS, ROUTING_KEY, ATTRIBUTES)
 
 ATTRIBUTE_TYPES = ('String', 'Number', 'String.Array', 'Binary')
 
+#: The body key under which clients that cannot send top-level fields
+#: (Zaqar's websocket transport, the stock zaqar-server) give them.
+BODY_FIELDS = '_filtering'
+
 
 def validate_message(message, limits=DEFAULT_LIMITS):
     """Check the filter fields of one message.
@@ -68,6 +72,46 @@ def validate_message(message, limits=DEFAULT_LIMITS):
         if attributes:
             fields[ATTRIBUTES] = attributes
     return fields
+
+
+def with_body_fields(message, limits=DEFAULT_LIMITS):
+    """Return ``message`` with the filter fields its body carries.
+
+    A client that cannot send ``filter_policies``, ``routing_key`` and
+    ``attributes`` beside the body puts them in an object under the body's
+    ``_filtering`` key instead; that object stays in the stored body.
+
+    :returns: ``message`` itself when its body has no ``_filtering`` key,
+        else a copy with the validated fields beside the body.
+    :raises InvalidPolicy: if the embedded fields are invalid, unknown, or
+        given beside the body as well.
+    """
+    body = message.get(BODY)
+    if not isinstance(body, dict) or BODY_FIELDS not in body:
+        return message
+    embedded = body[BODY_FIELDS]
+    where = (BODY_FIELDS,)
+    if not isinstance(embedded, dict):
+        raise InvalidPolicy(BODY, 'body_fields_type', 'must be an object of '
+                            'filter fields, not %s' % v.describe(embedded),
+                            where)
+    unknown = sorted(set(embedded) - set(FIELDS), key=str)
+    if unknown:
+        raise InvalidPolicy(BODY, 'body_fields_unknown', 'unknown field %s; '
+                            'the filter fields are %s'
+                            % (v.describe(unknown[0]), ', '.join(FIELDS)),
+                            where)
+    given = [field for field in FIELDS if field in message]
+    if given:
+        raise InvalidPolicy(BODY, 'body_fields_twice', 'filter fields are '
+                            'given in the body and beside it (%s); give them '
+                            'once' % ', '.join(given), where)
+    try:
+        fields = validate_message(embedded, limits)
+    except InvalidPolicy as exc:
+        raise InvalidPolicy(BODY, exc.rule, exc.detail,
+                            where + (exc.option,) + exc.path)
+    return dict(message, **fields)
 
 
 def parse_attribute(name, value):

@@ -19,6 +19,9 @@ over for delivery: webhooks to a separate delivery process, mailto and
 trust+ to Zaqar's own tasks (see :mod:`zaqar_filtering.stages.sender`). A
 subscription without filter policies gets every message, as with the stock
 notifier. Delivered notifications carry the messages' filter fields.
+Filter fields that a client could only send inside the body (under
+``_filtering``) are validated here, for the whole batch: one invalid
+message makes Zaqar answer 400 and store nothing.
 """
 
 from concurrent import futures
@@ -29,8 +32,11 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import stevedore
 from zaqar.storage import pooling
+from zaqar.transport import validation
 
+from zaqar_filtering import InvalidPolicy
 from zaqar_filtering import opts
+from zaqar_filtering.policy.message import with_body_fields
 from zaqar_filtering.stages.matcher_cache import MatcherCache
 from zaqar_filtering.stages import sender
 
@@ -71,8 +77,8 @@ class NotifierStage:
         self._conf = getattr(driver, 'conf', None) or cfg.CONF
         opts.register_opts(self._conf)
         group = self._conf[opts.GROUP_NAME]
-        self._cache = MatcherCache(subscription_controller,
-                                   opts.limits_from_conf(self._conf),
+        self._limits = opts.limits_from_conf(self._conf)
+        self._cache = MatcherCache(subscription_controller, self._limits,
                                    group.matcher_cache_seconds)
         if senders is None:
             senders = _default_senders(self._conf, max_notifier_workers,
@@ -83,6 +89,7 @@ class NotifierStage:
         """Deliver each message to the subscriptions it matches."""
         if self._pooled or self._subscriptions is None:
             return None
+        messages = self._with_body_fields(messages)
         started = time.monotonic()
         queue = self._cache.get(project, queue_name)
         matches = {}
@@ -114,6 +121,18 @@ class NotifierStage:
         for scheme, deliveries in batches.items():
             self._senders[scheme].send(deliveries)
         return None
+
+    def _with_body_fields(self, messages):
+        # Validates the whole batch before anything is stored or sent.
+        found = []
+        for index, message in enumerate(messages):
+            try:
+                found.append(with_body_fields(message, self._limits))
+            except InvalidPolicy as exc:
+                # ValidationFailed formats its text: pass it as an argument.
+                raise validation.ValidationFailed(
+                    '{}', 'messages[%d]: %s' % (index, exc))
+        return found
 
     def _scheme(self, subscription):
         """Return the sender's scheme, or None if it is not to be sent."""

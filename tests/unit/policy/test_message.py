@@ -18,6 +18,7 @@ import unittest
 from zaqar_filtering import InvalidPolicy
 from zaqar_filtering.policy.message import flatten_body
 from zaqar_filtering.policy.message import path_prefixes
+from zaqar_filtering.policy.message import with_body_fields
 from zaqar_filtering import validate_message
 
 
@@ -130,3 +131,45 @@ class TestFlattenBody(unittest.TestCase):
         self.assertEqual({'a.c.d': (('n', 1), ('n', 2))},
                          {path: tuple(sorted(found)) for path, found in
                           flatten_body(body, wanted).items()})
+
+
+class TestBodyFields(unittest.TestCase):
+
+    def test_fields_in_the_body_are_moved_beside_it(self):
+        message = {'ttl': 60, 'body': {'_filtering': {
+            'filter_policies': ['b', 'a'], 'routing_key': 'x.y'}, 'n': 1}}
+        before = copy.deepcopy(message)
+        self.assertEqual(dict(before, filter_policies=['a', 'b'],
+                              routing_key='x.y'), with_body_fields(message))
+        self.assertEqual(before, message)
+
+    def test_messages_without_them_are_returned_as_they_are(self):
+        for message in ({'body': 'text'}, {'body': {'n': 1}}, {},
+                        {'body': {'n': 1}, 'routing_key': 'a'}):
+            with self.subTest(message=message):
+                self.assertIs(message, with_body_fields(message))
+
+    def test_bad_input(self):
+        table = [
+            ({'body': {'_filtering': ['a']}}, 'body_fields_type',
+             'body/_filtering: must be an object of filter fields, not '
+             '["a"]'),
+            ({'body': {'_filtering': {'tags': ['a']}}}, 'body_fields_unknown',
+             "body/_filtering: unknown field 'tags'; the filter fields are "
+             'filter_policies, routing_key, attributes'),
+            ({'routing_key': 'a', 'body': {'_filtering': {}}},
+             'body_fields_twice', 'body/_filtering: filter fields are given '
+             'in the body and beside it (routing_key); give them once'),
+            ({'body': {'_filtering': {'filter_policies': ['a' * 17]}}},
+             'tag_length', "body/_filtering/filter_policies: tag '%s' has 17 "
+             'characters; the limit is 16' % ('a' * 17)),
+            ({'body': {'_filtering': {'attributes': {'k': True}}}},
+             'attribute_value', 'body/_filtering/attributes/k: an attribute '
+             'is a string'),
+        ]
+        for message, rule, text in table:
+            with self.subTest(message=message):
+                with self.assertRaises(InvalidPolicy) as caught:
+                    with_body_fields(message)
+                self.assertIn(text, str(caught.exception))
+                self.assertEqual(rule, caught.exception.rule)
