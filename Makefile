@@ -6,7 +6,7 @@
 #   make services  install what the functional tests and the demo run
 #                (redis-server) when it is missing
 #   make lint    run only the style checks
-#   make demo    run the policy engine on the CMQ seed scenarios
+#   make demo    run the CMQ scenarios through a real zaqar-filtering-server
 #   make bench   run the matcher benchmark
 #   make clean   remove the virtualenv, test and build output
 
@@ -57,34 +57,39 @@ $(STAMP): setup.py setup.cfg requirements.txt test-requirements.txt
 # port (nothing is left running). Install it with apt when it is missing:
 # as root only, and only the package, whose service is not left running.
 services:
-	@if command -v redis-server >/dev/null 2>&1; then \
+	@missing=; \
+	for pair in redis-server:redis-server msmtp:msmtp; do \
+	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; \
+	done; \
+	if [ -z "$$missing" ]; then \
 	  exit 0; \
 	fi; \
 	if ! command -v apt-get >/dev/null 2>&1; then \
-	  echo "make services: redis-server is not installed and apt-get is" \
-	       "not available; install redis-server (7.0 or newer) yourself." >&2; \
+	  echo "make services: missing:$$missing, and apt-get is not" \
+	       "available; install them yourself (redis-server 7.0 or newer)." >&2; \
 	  exit 1; \
 	fi; \
 	if [ "$$(id -u)" -ne 0 ]; then \
-	  echo "make services: redis-server is not installed; installing it" \
-	       "needs root: run 'sudo apt-get install redis-server', or" \
-	       "'sudo make services'." >&2; \
+	  echo "make services: missing:$$missing; installing needs root: run" \
+	       "'sudo apt-get install$$missing', or 'sudo make services'." >&2; \
 	  exit 1; \
 	fi; \
 	running_before=$$(pgrep -x redis-server 2>/dev/null || true); \
-	echo "make services: installing redis-server:" \
-	     "apt-get update -qq && apt-get install -y -qq redis-server"; \
+	echo "make services: installing$$missing:" \
+	     "apt-get update -qq && apt-get install -y -qq$$missing"; \
 	apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server \
-	  || { echo "make services: installing redis-server failed" >&2; exit 1; }; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing \
+	  || { echo "make services: installing$$missing failed" >&2; exit 1; }; \
 	if [ -z "$$running_before" ] && pgrep -x redis-server >/dev/null 2>&1; then \
 	  echo "make services: stopping the redis-server service the package" \
 	       "started (the tests start their own)"; \
 	  service redis-server stop >/dev/null 2>&1 || \
 	    systemctl stop redis-server >/dev/null 2>&1 || true; \
 	fi; \
-	command -v redis-server >/dev/null 2>&1 || { \
-	  echo "make services: redis-server is still not on PATH" >&2; exit 1; }; \
+	for command in redis-server msmtp; do \
+	  command -v $$command >/dev/null 2>&1 || { \
+	    echo "make services: $$command is still not on PATH" >&2; exit 1; }; \
+	done; \
 	echo "make services: $$(redis-server --version)"
 
 # stestr keeps going after a failing test; the summary is read back from the
@@ -128,7 +133,7 @@ test: venv services
 	exit $$rc
 
 demo: venv services
-	$(BIN)/python -m zaqar_filtering.demo
+	$(BIN)/python tools/demo.py
 
 bench: venv
 	$(BIN)/python bench/matcher.py
