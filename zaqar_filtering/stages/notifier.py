@@ -25,6 +25,8 @@ message makes Zaqar answer 400 and store nothing.
 """
 
 from concurrent import futures
+import itertools
+import logging as std_logging
 import time
 from urllib import parse as urllib_parse
 
@@ -99,14 +101,15 @@ class NotifierStage:
                 notification = dict(message, Message_Type=NOTIFICATION)
                 for sub_id in matched:
                     matches.setdefault(sub_id, []).append(notification)
-        LOG.debug('Queue %(queue)s (project %(project)s): %(messages)d '
-                  'messages matched %(subs)d of %(total)d subscriptions in '
-                  '%(ms).2f ms: %(matched)s',
-                  {'queue': queue_name, 'project': project,
-                   'messages': len(messages), 'subs': len(matches),
-                   'total': len(queue.subscriptions),
-                   'ms': (time.monotonic() - started) * 1000,
-                   'matched': sorted(matches)})
+        if LOG.isEnabledFor(std_logging.DEBUG):
+            LOG.debug('Queue %(queue)s (project %(project)s): %(messages)d '
+                      'messages matched %(subs)d of %(total)d subscriptions '
+                      'in %(ms).2f ms: %(matched)s',
+                      {'queue': queue_name, 'project': project,
+                       'messages': len(messages), 'subs': len(matches),
+                       'total': len(queue.subscriptions),
+                       'ms': (time.monotonic() - started) * 1000,
+                       'matched': _some(matches)})
         if not matches:
             return None
         retry_policy = self._queues.get(queue_name, project).get(
@@ -149,6 +152,13 @@ class NotifierStage:
                        'scheme': scheme, 'known': sorted(self._senders)})
             return None
         return scheme
+
+
+def _some(ids, most=20):
+    """Return up to ``most`` of ``ids`` as text, for a log line."""
+    shown = sorted(map(str, itertools.islice(ids, most)))
+    more = len(ids) - len(shown)
+    return ', '.join(shown) + (' and %d more' % more if more else '')
 
 
 def _default_senders(conf, workers, timeout):

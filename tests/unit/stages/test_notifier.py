@@ -111,3 +111,14 @@ class TestNotifierStage(unittest.TestCase):
         self.queues.get = None          # would raise if called
         self.stage().post('q', [{'body': 1}], 'uuid', 'p')
         self.assertEqual([], self.task.calls)
+
+    def test_debug_log_names_the_matches(self):
+        for number in range(25):
+            self.store.put('p', 'q', 'sub%02d' % number, {})
+        self.store.put('p', 'q', 'other', {'filter_policies': ['x']})
+        with self.assertLogs('zaqar_filtering.stages.notifier',
+                             'DEBUG') as logs:
+            self.stage().post('q', [{'body': 1}], 'uuid', 'p')
+        self.assertRegex(logs.output[0], r'Queue q \(project p\): 1 messages '
+                         r'matched 25 of 26 subscriptions in [\d.]+ ms: '
+                         r'(sub\d\d, ){19}sub\d\d and 5 more$')
