@@ -78,7 +78,8 @@ def routing_scenario():
     return rows
 
 
-def _table(header, rows):
+def table(header, rows):
+    """Return rows as a plain-text table under a header."""
     widths = [max(len(str(cell)) for cell in column)
               for column in zip(header, *rows)]
     lines = [header, ['-' * width for width in widths]] + rows
@@ -90,12 +91,12 @@ def _table(header, rows):
 def main():
     print('CMQ scenario 1: 100 messages tagged %s, then 1 untagged message\n'
           % ', '.join(MESSAGE_TAGS))
-    print(_table(['subscriber', 'tags', 'of 100 tagged', 'untagged'],
-                 [list(row) for row in tag_scenario()]))
+    print(table(['subscriber', 'tags', 'of 100 tagged', 'untagged'],
+                [list(row) for row in tag_scenario()]))
     print('\nRouting keys (binding key * = one word, # = zero or more)\n')
-    print(_table(['subscriber', 'binding key'] + ROUTING_KEYS,
-                 [[name, key] + answers
-                  for name, key, answers in routing_scenario()]))
+    print(table(['subscriber', 'binding key'] + ROUTING_KEYS,
+                [[name, key] + answers
+                 for name, key, answers in routing_scenario()]))
     print('\nInvalid input is rejected with the option, value and rule:\n')
     for options in ({'filter_policies': ['abcdefghijklmnopq']},
                     {'binding_keys': ['1..0']},

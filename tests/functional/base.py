@@ -154,15 +154,47 @@ class Process:
             time.sleep(0.05)
 
     def stop(self, timeout=STOP_TIMEOUT):
-        """Terminate the process, and kill it if it does not exit."""
+        """Terminate the process, and kill it if it does not exit.
+
+        Its own children (a server's webhook delivery process) exit by
+        themselves soon after it; those still there after ``timeout`` are
+        terminated.
+        """
         if self.popen is None or self.popen.poll() is not None:
             return
+        children = children_of(self.popen.pid)
         self.popen.terminate()
         try:
             self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
             self.popen.kill()
             self.popen.wait(timeout)
+        deadline = time.monotonic() + timeout
+        while children and time.monotonic() < deadline:
+            children = {pid for pid in children
+                        if os.path.exists('/proc/%d' % pid)}
+            time.sleep(0.05)
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+
+
+def children_of(pid):
+    """Return the PIDs of a process's children (Linux ``/proc``)."""
+    pids = set()
+    try:
+        tasks = os.listdir('/proc/%d/task' % pid)
+    except OSError:
+        return pids
+    for task in tasks:
+        try:
+            with open('/proc/%d/task/%s/children' % (pid, task)) as f:
+                pids.update(int(child) for child in f.read().split())
+        except OSError:
+            pass
+    return pids
 
 
 class RedisServer(Process):

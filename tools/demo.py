@@ -1,0 +1,258 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The CMQ scenarios through a real Zaqar server with the plugin.
+
+Run from the repository root: ``.venv/bin/python tools/demo.py`` (``make
+demo``). It starts, on 127.0.0.1 and free ports, a redis-server, a webhook
+receiver and a ``zaqar-filtering-server`` whose pipelines hold the plugin's
+two stages, then:
+
+1. creates Tencent CMQ's subscribers A (tag ``apple``), B (``xiaomi``),
+   C (``imac`` + ``xiaomi``) and D (no tag) as webhook subscriptions through
+   Zaqar's API, posts 100 messages tagged ``apple``, ``imac``, ``iphone``
+   and ``macbook`` (10 per request) and one untagged message, and prints
+   how many messages each subscriber received;
+2. creates subscribers with the binding keys ``1.*.0``, ``1.#.0`` and
+   ``#``, posts messages with the routing keys ``1.x.0``, ``1.0``,
+   ``1.2.3.4.4.2.2.0`` and ``2.0``, and prints who received which;
+3. tries to create a subscription with an invalid tag and prints the 400.
+
+Everything it started is stopped by PID at the end, also after an error or
+Ctrl-C. The exit status is 0 when every count is as CMQ documents, 1 when
+one is not, and 2 when the demo could not run.
+"""
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from tests.functional import base  # noqa: E402
+from zaqar_filtering import demo  # noqa: E402
+
+PIPELINES = {'storage': {
+    'message_pipeline': 'zaqar_filtering.notifier',
+    'subscription_pipeline': 'zaqar_filtering.validation'}}
+PROJECT = 'cmq-demo'
+
+TAG_QUEUE = 'cmq-tags'
+#: CMQ scenario 1: subscriber, tags.
+TAG_SUBSCRIBERS = [('A', ['apple']), ('B', ['xiaomi']),
+                   ('C', ['imac', 'xiaomi']), ('D', [])]
+MESSAGE_TAGS = ['apple', 'imac', 'iphone', 'macbook']
+TAGGED_MESSAGES = 100
+#: What CMQ documents: A and C share a tag with every message, B none;
+#: D has no tags and receives everything, the untagged message included.
+TAG_EXPECTED = {'A': 100, 'B': 0, 'C': 100, 'D': 101}
+
+KEY_QUEUE = 'cmq-keys'
+#: Subscriber, binding key.
+KEY_SUBSCRIBERS = [('E', '1.*.0'), ('F', '1.#.0'), ('G', '#')]
+ROUTING_KEYS = ['1.x.0', '1.0', '1.2.3.4.4.2.2.0', '2.0']
+#: ``*`` is exactly one word, ``#`` zero or more.
+KEY_EXPECTED = {'E': {'1.x.0'},
+                'F': {'1.x.0', '1.0', '1.2.3.4.4.2.2.0'},
+                'G': set(ROUTING_KEYS)}
+
+INVALID_OPTIONS = {'filter_policies': ['abcdefghijklmnopq']}
+
+#: Seconds to wait for the deliveries CMQ promises.
+DELIVERY_TIMEOUT = 30
+#: Seconds without a new delivery after which deliveries count as settled
+#: (a delivery that should not happen would show up within it).
+GRACE = 0.5
+
+
+class Interrupted(Exception):
+    """SIGTERM arrived: stop what was started and exit."""
+
+
+def _on_sigterm(signum, frame):
+    raise Interrupted()
+
+
+def _check(response, status, what):
+    if response.status_code != status:
+        raise RuntimeError('%s: expected HTTP %d, got %d: %s' % (
+            what, status, response.status_code, response.text))
+    return response
+
+
+def _settle(receiver, prefix, count):
+    """Wait for ``count`` requests under ``/prefix``, then for quiet."""
+    try:
+        receiver.wait_for(count, prefix, timeout=DELIVERY_TIMEOUT)
+    except AssertionError:
+        # Fewer arrived: the table shows which count is wrong.
+        pass
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    seen = len(receiver.requests(prefix))
+    while time.monotonic() < deadline:
+        time.sleep(GRACE)
+        now = len(receiver.requests(prefix))
+        if now == seen:
+            break
+        seen = now
+
+
+def _subscribe(client, receiver, queue, name, options):
+    response = client.subscribe(queue, receiver.url('%s/%s' % (queue, name)),
+                                options)
+    _check(response, 201, 'subscribing %s to %s' % (name, queue))
+
+
+def _post(client, queue, messages):
+    for start in range(0, len(messages), 10):
+        _check(client.post_messages(queue, messages[start:start + 10]), 201,
+               'posting to %s' % queue)
+
+
+def tag_scenario(client, receiver):
+    """CMQ scenario 1 and an untagged message; return True if as expected."""
+    _check(client.create_queue(TAG_QUEUE), 201, 'creating ' + TAG_QUEUE)
+    for name, tags in TAG_SUBSCRIBERS:
+        _subscribe(client, receiver, TAG_QUEUE, name,
+                   {'filter_policies': tags} if tags else {})
+    _post(client, TAG_QUEUE,
+          [{'ttl': 300, 'body': {'n': i}, 'filter_policies': MESSAGE_TAGS}
+           for i in range(TAGGED_MESSAGES)])
+    _post(client, TAG_QUEUE, [{'ttl': 300, 'body': 'untagged'}])
+    _settle(receiver, TAG_QUEUE, TAG_EXPECTED['D'])
+
+    print('1. CMQ scenario 1: %d messages tagged %s (10 per request), then '
+          '1 untagged message\n' % (TAGGED_MESSAGES, ', '.join(MESSAGE_TAGS)))
+    rows = []
+    ok = True
+    for name, tags in TAG_SUBSCRIBERS:
+        received = receiver.requests('%s/%s' % (TAG_QUEUE, name))
+        untagged = sum(1 for r in received
+                       if r.json and r.json.get('body') == 'untagged')
+        count = len(received)
+        good = count == TAG_EXPECTED[name]
+        ok = ok and good
+        rows.append([name, '+'.join(tags) or '(none)', count, untagged,
+                     TAG_EXPECTED[name], 'ok' if good else 'WRONG'])
+    print(demo.table(['subscriber', 'tags', 'messages received',
+                      'of which untagged', 'expected', ''], rows))
+    return ok
+
+
+def key_scenario(client, receiver):
+    """Binding keys against routing keys; return True if as expected."""
+    _check(client.create_queue(KEY_QUEUE), 201, 'creating ' + KEY_QUEUE)
+    for name, key in KEY_SUBSCRIBERS:
+        _subscribe(client, receiver, KEY_QUEUE, name, {'binding_keys': [key]})
+    _post(client, KEY_QUEUE, [{'ttl': 300, 'body': key, 'routing_key': key}
+                              for key in ROUTING_KEYS])
+    _settle(receiver, '%s/G' % KEY_QUEUE, len(KEY_EXPECTED['G']))
+
+    print('\n2. Binding keys (* is exactly one word, # zero or more) '
+          'against routing keys\n')
+    rows = []
+    ok = True
+    for name, key in KEY_SUBSCRIBERS:
+        bodies = [r.json.get('body') if r.json else None
+                  for r in receiver.requests('%s/%s' % (KEY_QUEUE, name))]
+        good = (sorted(bodies) == sorted(KEY_EXPECTED[name]))
+        ok = ok and good
+        rows.append([name, key]
+                    + ['yes' if routing in bodies else 'no'
+                       for routing in ROUTING_KEYS]
+                    + [len(bodies), 'ok' if good else 'WRONG'])
+    print(demo.table(['subscriber', 'binding key'] + ROUTING_KEYS
+                     + ['received', ''], rows))
+    return ok
+
+
+def invalid_subscription(client, receiver):
+    """Show the 400 for an invalid tag; return True if it is a 400."""
+    response = client.subscribe(TAG_QUEUE, receiver.url('invalid'),
+                                INVALID_OPTIONS)
+    print('\n3. An invalid subscription is rejected\n')
+    print('  POST /v2/queues/%s/subscriptions  options=%s' % (
+        TAG_QUEUE, INVALID_OPTIONS))
+    try:
+        description = response.json().get('description')
+    except ValueError:
+        description = response.text
+    print('  -> HTTP %d: %s' % (response.status_code, description))
+    return response.status_code == 400
+
+
+def run(workdir):
+    started = []
+    try:
+        redis_server = base.RedisServer(workdir)
+        started.append(redis_server)
+        redis_server.start()
+        receiver = base.WebhookReceiver().start()
+        started.append(receiver)
+        port = base.free_port()
+        conf = base.write_zaqar_conf(workdir, redis_server.uri, port,
+                                     PIPELINES)
+        server = base.ZaqarServer(conf, port,
+                                  os.path.join(workdir, 'zaqar.log'))
+        started.append(server)
+        server.start()
+        print('Started redis-server (pid %d, port %d), a webhook receiver '
+              '(port %d) and zaqar-filtering-server (pid %d, %s) with\n'
+              '[storage] message_pipeline = zaqar_filtering.notifier and '
+              'subscription_pipeline = zaqar_filtering.validation\n' % (
+                  redis_server.pid, redis_server.port, receiver.port,
+                  server.pid, server.url))
+        client = base.Client(server.url, project=PROJECT)
+        try:
+            results = [tag_scenario(client, receiver),
+                       key_scenario(client, receiver),
+                       invalid_subscription(client, receiver)]
+        finally:
+            client.close()
+        return all(results)
+    finally:
+        for process in reversed(started):
+            process.stop()
+
+
+def main():
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    workdir = tempfile.mkdtemp(prefix='zaqar-filtering-demo-')
+    try:
+        ok = run(workdir)
+    except (KeyboardInterrupt, Interrupted):
+        shutil.rmtree(workdir, ignore_errors=True)
+        print('\nInterrupted; everything the demo started is stopped.',
+              file=sys.stderr)
+        return 130
+    except Exception as exc:
+        # Keep the configuration and the logs for a look.
+        print('\nThe demo failed: %s\nConfiguration and logs: %s'
+              % (exc, workdir), file=sys.stderr)
+        return 2
+    shutil.rmtree(workdir, ignore_errors=True)
+    if ok:
+        print('\nAll counts are as CMQ documents them. Everything the demo '
+              'started is stopped.')
+        return 0
+    print('\nSome counts differ from what CMQ documents (see WRONG above).',
+          file=sys.stderr)
+    return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
