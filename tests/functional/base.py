@@ -342,6 +342,9 @@ class _ReceiverHandler(http.server.BaseHTTPRequestHandler):
                     self.client_address))
         self.send_response(self.server.receiver.status_for(self.path))
         self.send_header('Content-Length', '0')
+        if self.path.startswith('/close/'):
+            self.send_header('Connection', 'close')
+            self.close_connection = True
         self.end_headers()
 
     do_PUT = do_POST
@@ -353,7 +356,8 @@ class _ReceiverHandler(http.server.BaseHTTPRequestHandler):
 class WebhookReceiver:
     """An HTTP server in a thread that records the requests it gets.
 
-    It answers 200, or ``<code>`` for paths under ``/status/<code>/``.
+    It answers 200, or ``<code>`` for paths under ``/status/<code>/``, and
+    closes the connection after answering a path under ``/close/``.
     """
 
     def __init__(self):

@@ -60,6 +60,21 @@ class TestWebhookTask(unittest.TestCase):
         self.assertEqual(1, len({r.peer for r in received}))
         self.assertEqual(before, messages)
 
+    def test_a_subscriber_that_closes_connections(self):
+        self.task.execute(subscription(self.receiver.url(
+            'close/' + self.path)), [{'body': i} for i in range(3)])
+        received = self.receiver.wait_for(3, 'close/' + self.path)
+        self.assertEqual([0, 1, 2], [r.json['body'] for r in received])
+        self.assertEqual(3, len({r.peer for r in received}))
+
+    def test_credentials_in_the_url_are_sent(self):
+        url = self.receiver.url(self.path).replace('http://',
+                                                   'http://user:p%40ss@')
+        self.task.execute(subscription(url), [{'body': 1}])
+        [request] = self.receiver.wait_for(1, self.path)
+        self.assertEqual('Basic dXNlcjpwQHNz',
+                         request.headers['Authorization'])
+
     def test_post_data_and_post_headers(self):
         self.task.execute(subscription(
             self.receiver.url(self.path),
@@ -125,8 +140,8 @@ DELIVERING_CHILD = '''
 import os, sys
 from zaqar_filtering.stages import sender
 webhooks = sender.ProcessSender(workers=2, timeout=2)
-webhooks.send([({'id': 's', 'source': 'q', 'subscriber': sys.argv[1],
-                 'options': {}}, [{'body': 'from child'}], {})])
+webhooks.send([{'id': 's', 'source': 'q', 'subscriber': sys.argv[1],
+                'options': {}}], [{'body': 'from child'}], {})
 print(webhooks._process.pid, flush=True)
 sys.stdin.readline()
 os._exit(0)
@@ -143,11 +158,13 @@ class TestDeliveryProcess(unittest.TestCase):
     def test_delivers_batches_and_stops_on_close(self):
         webhooks = sender.ProcessSender(workers=2, timeout=2)
         self.addCleanup(webhooks.close)
-        url = self.receiver.url('batch')
-        webhooks.send([(dict(subscription(url), extra='not sent'),
-                        [{'body': i}], {}) for i in range(3)])
-        received = self.receiver.wait_for(3, 'batch')
-        self.assertEqual({0, 1, 2}, {r.json['body'] for r in received})
+        webhooks.send([subscription(self.receiver.url('batch/%d' % i))
+                       for i in range(3)], [{'body': 'a'}, {'body': 'b'}],
+                      {})
+        received = self.receiver.wait_for(6, 'batch')
+        self.assertEqual({('/batch/%d' % i, body) for i in range(3)
+                          for body in 'ab'},
+                         {(r.path, r.json['body']) for r in received})
         process = webhooks._process
         webhooks.close()
         self.assertFalse(process.is_alive())

@@ -23,6 +23,7 @@ server process) and when their first subscription's ttl runs out.
 import dataclasses
 import threading
 import time
+from urllib import parse as urllib_parse
 import weakref
 
 from oslo_log import log as logging
@@ -51,9 +52,14 @@ def invalidate(project, queue):
 
 @dataclasses.dataclass(frozen=True)
 class QueueMatcher:
-    """A queue's Matcher and the subscriptions it was built from."""
+    """A queue's Matcher and the subscriptions it was built from.
+
+    :ivar subscriptions: dict of subscription id -> Zaqar's subscription.
+    :ivar schemes: dict of subscription id -> its subscriber's URI scheme.
+    """
     matcher: Matcher
     subscriptions: dict
+    schemes: dict
     valid_until: float
 
 
@@ -99,6 +105,7 @@ class MatcherCache:
     def _build(self, project, queue, now):
         matcher = Matcher(self._limits)
         subscriptions = {}
+        schemes = {}
         valid_until = now + self._max_age
         marker = None
         while True:
@@ -116,6 +123,8 @@ class MatcherCache:
                                  'project': project, 'reason': exc})
                     continue
                 subscriptions[sub['id']] = sub
+                schemes[sub['id']] = urllib_parse.urlsplit(
+                    sub['subscriber']).scheme
                 valid_until = min(valid_until,
                                   now + sub['ttl'] - sub['age'])
             marker = next(pages)
@@ -126,4 +135,4 @@ class MatcherCache:
                   {'queue': queue, 'project': project,
                    'count': len(subscriptions),
                    'ms': (self._clock() - now) * 1000})
-        return QueueMatcher(matcher, subscriptions, valid_until)
+        return QueueMatcher(matcher, subscriptions, schemes, valid_until)

@@ -28,7 +28,6 @@ from concurrent import futures
 import itertools
 import logging as std_logging
 import time
-from urllib import parse as urllib_parse
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -94,35 +93,42 @@ class NotifierStage:
         messages = self._with_body_fields(messages)
         started = time.monotonic()
         queue = self._cache.get(project, queue_name)
-        matches = {}
+        # Which messages each subscription gets, as a bit mask: grouping
+        # subscriptions by it keeps the work per post to a few objects
+        # however many subscriptions match.
+        masks = {}
+        notifications = []
         for message in messages:
             matched = queue.matcher.match(message)
             if matched:
-                notification = dict(message, Message_Type=NOTIFICATION)
+                bit = 1 << len(notifications)
+                notifications.append(dict(message, Message_Type=NOTIFICATION))
                 for sub_id in matched:
-                    matches.setdefault(sub_id, []).append(notification)
+                    masks[sub_id] = masks.get(sub_id, 0) | bit
         if LOG.isEnabledFor(std_logging.DEBUG):
             LOG.debug('Queue %(queue)s (project %(project)s): %(messages)d '
                       'messages matched %(subs)d of %(total)d subscriptions '
                       'in %(ms).2f ms: %(matched)s',
                       {'queue': queue_name, 'project': project,
-                       'messages': len(messages), 'subs': len(matches),
+                       'messages': len(messages), 'subs': len(masks),
                        'total': len(queue.subscriptions),
                        'ms': (time.monotonic() - started) * 1000,
-                       'matched': _some(matches)})
-        if not matches:
+                       'matched': _some(masks)})
+        if not masks:
             return None
         retry_policy = self._queues.get(queue_name, project).get(
             '_retry_policy', {})
-        batches = {}
-        for sub_id, notifications in matches.items():
+        groups = {}
+        for sub_id, mask in masks.items():
             subscription = queue.subscriptions[sub_id]
-            scheme = self._scheme(subscription)
-            if scheme is not None:
-                batches.setdefault(scheme, []).append(
-                    (subscription, notifications, retry_policy))
-        for scheme, deliveries in batches.items():
-            self._senders[scheme].send(deliveries)
+            scheme = queue.schemes[sub_id]
+            if self._sendable(subscription, scheme):
+                groups.setdefault((scheme, mask), []).append(subscription)
+        for (scheme, mask), subscriptions in groups.items():
+            self._senders[scheme].send(
+                subscriptions,
+                [n for i, n in enumerate(notifications) if mask >> i & 1],
+                retry_policy)
         return None
 
     def _with_body_fields(self, messages):
@@ -137,21 +143,19 @@ class NotifierStage:
                     '{}', 'messages[%d]: %s' % (index, exc))
         return found
 
-    def _scheme(self, subscription):
-        """Return the sender's scheme, or None if it is not to be sent."""
+    def _sendable(self, subscription, scheme):
         if self._require_confirmation and not subscription.get('confirmed',
                                                                True):
             LOG.info('The subscriber %s is not confirmed.',
                      subscription['subscriber'])
-            return None
-        scheme = urllib_parse.urlparse(subscription['subscriber']).scheme
+            return False
         if scheme not in self._senders:
             LOG.error('No delivery task for subscriber %(subscriber)s: '
                       'scheme %(scheme)r is not one of %(known)s',
                       {'subscriber': subscription['subscriber'],
                        'scheme': scheme, 'known': sorted(self._senders)})
-            return None
-        return scheme
+            return False
+        return True
 
 
 def _some(ids, most=20):

@@ -49,11 +49,13 @@ class ThreadSender:
         self._executor = executor
         self._conf = conf
 
-    def send(self, deliveries):
-        """Start ``(subscription, notifications, retry_policy)`` tuples."""
-        for subscription, notifications, retry_policy in deliveries:
+    def send(self, subscriptions, notifications, retry_policy):
+        """Start delivering the notifications to each subscription."""
+        for subscription in subscriptions:
+            # Zaqar's tasks add fields to the messages they send.
             self._executor.submit(self._task.execute, subscription,
-                                  notifications, conf=self._conf,
+                                  [dict(n) for n in notifications],
+                                  conf=self._conf,
                                   queue_retry_policy=retry_policy)
 
 
@@ -76,15 +78,12 @@ class ProcessSender:
         self._process = None
         self._queue = None
 
-    def send(self, deliveries):
-        """Queue ``(subscription, notifications, retry_policy)`` tuples."""
+    def send(self, subscriptions, notifications, retry_policy):
+        """Queue the notifications for each subscription."""
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 self._start()
-            self._queue.put([(_webhook_fields(subscription), notifications,
-                              retry_policy)
-                             for subscription, notifications, retry_policy
-                             in deliveries])
+            self._queue.put((subscriptions, notifications, retry_policy))
 
     def close(self):
         """Let the delivery process finish its work and exit."""
@@ -120,13 +119,6 @@ def _python():
     return sys.executable
 
 
-def _webhook_fields(subscription):
-    # What the webhook task reads; keeps the pickled batch small.
-    return {'id': subscription['id'], 'source': subscription['source'],
-            'subscriber': subscription['subscriber'],
-            'options': subscription.get('options') or {}}
-
-
 def serve(work, workers, timeout, parent_pid):
     """Deliver batches until told to stop or until the server is gone.
 
@@ -148,7 +140,8 @@ def serve(work, workers, timeout, parent_pid):
             continue
         if batch is None:
             break
-        for subscription, notifications, retry_policy in batch:
+        subscriptions, notifications, retry_policy = batch
+        for subscription in subscriptions:
             executor.submit(task.execute, subscription, notifications,
                             queue_retry_policy=retry_policy)
     executor.shutdown(wait=True)

@@ -35,8 +35,8 @@ class RecordingSender:
     def __init__(self):
         self.calls = []
 
-    def send(self, deliveries):
-        for subscription, messages, retry_policy in deliveries:
+    def send(self, subscriptions, messages, retry_policy):
+        for subscription in subscriptions:
             self.calls.append((subscription['id'], messages, retry_policy))
 
 
