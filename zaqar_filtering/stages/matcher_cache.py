@@ -30,6 +30,7 @@ from oslo_log import log as logging
 
 from zaqar_filtering import InvalidPolicy
 from zaqar_filtering import Matcher
+from zaqar_filtering.policy.subscription import OPTIONS as FILTER_OPTIONS
 
 LOG = logging.getLogger(__name__)
 
@@ -50,11 +51,26 @@ def invalidate(project, queue):
         cache.invalidate(project, queue)
 
 
+def for_delivery(subscription):
+    """Return what delivery reads of a subscription listed by Zaqar.
+
+    The filter options and the ttl are left out: the matcher has them, and
+    every post hands its matching subscriptions over for delivery.
+    """
+    options = subscription.get('options') or {}
+    return {'id': subscription['id'], 'source': subscription['source'],
+            'subscriber': subscription['subscriber'],
+            'confirmed': subscription.get('confirmed', True),
+            'options': {key: value for key, value in options.items()
+                        if key not in FILTER_OPTIONS}}
+
+
 @dataclasses.dataclass(frozen=True)
 class QueueMatcher:
     """A queue's Matcher and the subscriptions it was built from.
 
-    :ivar subscriptions: dict of subscription id -> Zaqar's subscription.
+    :ivar subscriptions: dict of subscription id -> the subscription as
+        delivery reads it (see :func:`for_delivery`).
     :ivar schemes: dict of subscription id -> its subscriber's URI scheme.
     """
     matcher: Matcher
@@ -122,7 +138,7 @@ class MatcherCache:
                                 {'id': sub['id'], 'queue': queue,
                                  'project': project, 'reason': exc})
                     continue
-                subscriptions[sub['id']] = sub
+                subscriptions[sub['id']] = for_delivery(sub)
                 schemes[sub['id']] = urllib_parse.urlsplit(
                     sub['subscriber']).scheme
                 valid_until = min(valid_until,

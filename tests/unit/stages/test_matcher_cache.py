@@ -128,3 +128,16 @@ class TestMatcherCache(unittest.TestCase):
         self.assertIn('Subscription bad of queue q (project p) is not '
                       'notified: its policy is invalid: filter_policies: '
                       "must be a list of tags, not 'x'", logs.output[0])
+
+    def test_subscriptions_are_kept_as_delivery_reads_them(self):
+        self.store.put('p', 'q', 'a', {'filter_policies': ['x'],
+                                       'binding_keys': ['#'],
+                                       'post_data': '"$zaqar_message$"',
+                                       '_retry_policy': {'minimum_delay': 1}})
+        self.assertEqual(
+            {'id': 'a', 'source': 'q', 'subscriber': 'http://x/a',
+             'confirmed': True, 'options': {
+                 'post_data': '"$zaqar_message$"',
+                 '_retry_policy': {'minimum_delay': 1}}},
+            self.cache.get('p', 'q').subscriptions['a'])
+        self.assertEqual('http', self.cache.get('p', 'q').schemes['a'])
