@@ -46,6 +46,9 @@ class Matcher:
         self.limits = limits
         self._policies = {}
         self._unfiltered = set()
+        # Subscriptions with tags only or binding keys only: an index hit
+        # is a match, and the full check is skipped.
+        self._decided_by_index = set()
         self._tags = {}
         self._binding_keys = TopicTrie()
         grid = NumberGrid(limits.max_policy_number, limits.max_policy_decimals)
@@ -101,8 +104,9 @@ class Matcher:
             if index:
                 index.find(scope_fields(scope, view), candidates)
         policies = self._policies
-        matched = set(self._unfiltered)
-        matched.update(sub_id for sub_id in candidates
+        matched = self._unfiltered | (candidates & self._decided_by_index)
+        matched.update(sub_id for sub_id
+                       in candidates - self._decided_by_index
                        if policies[sub_id].matches(view))
         return matched
 
@@ -112,6 +116,13 @@ class Matcher:
         if policy.filter_policy is not None and \
                 policy.filter_policy.scope == attributes.MESSAGE_BODY:
             self._count_body_paths(policy.filter_policy, 1 if adding else -1)
+        one_indexed_kind = policy.filter_policy is None and (
+            (policy.tags is None) != (policy.binding_keys is None))
+        if one_indexed_kind:
+            if adding:
+                self._decided_by_index.add(sub_id)
+            else:
+                self._decided_by_index.discard(sub_id)
         if policy.tags is not None:
             for tag in policy.tags:
                 if adding:
