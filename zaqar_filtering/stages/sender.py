@@ -14,9 +14,10 @@
 
 Webhooks go to a separate delivery process: delivery threads in the API
 server's process would compete with its request thread for the GIL and
-slow every request down as the fan-out grows. The request thread only
-pickles one batch per post. Other schemes (mailto, trust+) run Zaqar's own
-tasks on a thread pool, as the stock notifier does.
+slow every request down as the fan-out grows. A post hands it one batch:
+the matching subscriptions that get the same messages, with those messages.
+Other schemes (mailto, trust+) run Zaqar's own tasks on a thread pool, as
+the stock notifier does.
 """
 
 import logging as std_logging
