@@ -119,11 +119,11 @@ class Numeric:
 
 @dataclasses.dataclass(frozen=True)
 class Exists:
-    """The key has (``True``) or lacks (``False``) a non-null value."""
-    flag: bool
+    """The key has (``True``) or lacks (``False``) a non-null value.
 
-    def matches(self, value):
-        return False  # decided per key, see Condition.matches
+    It is decided per key (see :meth:`Condition.matches`), not per value.
+    """
+    flag: bool
 
 
 @dataclasses.dataclass(frozen=True)
