@@ -57,8 +57,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-import msgpack  # noqa: E402
-import redis  # noqa: E402
 import requests  # noqa: E402
 
 from tests.functional import base  # noqa: E402
@@ -297,28 +295,7 @@ class Side:
         subs += [(self.receiver.url('%s/miss/%d' % (queue, i)),
                   {'filter_policies': ['cold%d' % i]})
                  for i in range(misses)]
-        seed_subscriptions(self.redis.port, PROJECT, queue, subs)
-
-
-def seed_subscriptions(port, project, queue, subscriptions, ttl=SUB_TTL):
-    """Write subscriptions into Zaqar's redis schema directly."""
-    client = redis.Redis(host=base.HOST, port=port)
-    pack = msgpack.Packer(use_bin_type=True).pack
-    now = int(time.time())
-    try:
-        with client.pipeline(transaction=False) as pipe:
-            for subscriber, options in subscriptions:
-                sub_id = str(uuid.uuid4())
-                pipe.zadd('%s.%s.subscriptions' % (project, queue),
-                          {sub_id: 1})
-                pipe.hset(sub_id, mapping={
-                    'id': sub_id, 's': queue, 'u': subscriber, 't': ttl,
-                    'e': now + ttl, 'o': pack(options), 'p': project,
-                    'c': 1})
-                pipe.expire(sub_id, ttl)
-            pipe.execute()
-    finally:
-        client.close()
+        self.redis.seed_subscriptions(PROJECT, queue, subs, ttl=SUB_TTL)
 
 
 # Measurements.

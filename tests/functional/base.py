@@ -60,6 +60,8 @@ import time
 import unittest
 import uuid
 
+import msgpack
+import redis
 import requests
 
 HOST = '127.0.0.1'
@@ -228,6 +230,34 @@ class RedisServer(Process):
         super().start()
         self.wait_until(self.ping)
         return self
+
+    def seed_subscriptions(self, project, queue, subscriptions, ttl=3600):
+        """Write subscriptions straight into Zaqar's redis schema.
+
+        Creating one through Zaqar's API lists the queue's others, so a
+        large queue is seeded here instead. Nothing tells a running
+        server: seed before its first post, or change one subscription
+        through the API afterwards.
+
+        :param subscriptions: ``(subscriber URL, options)`` pairs.
+        """
+        client = redis.Redis(host=HOST, port=self.port)
+        pack = msgpack.Packer(use_bin_type=True).pack
+        now = int(time.time())
+        try:
+            with client.pipeline(transaction=False) as pipe:
+                for subscriber, options in subscriptions:
+                    sub_id = str(uuid.uuid4())
+                    pipe.zadd('%s.%s.subscriptions' % (project, queue),
+                              {sub_id: 1})
+                    pipe.hset(sub_id, mapping={
+                        'id': sub_id, 's': queue, 'u': subscriber, 't': ttl,
+                        'e': now + ttl, 'o': pack(options), 'p': project,
+                        'c': 1})
+                    pipe.expire(sub_id, ttl)
+                pipe.execute()
+        finally:
+            client.close()
 
 
 def create_sqlite_schema(path):

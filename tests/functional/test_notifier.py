@@ -17,10 +17,6 @@ webhook receiver: each test checks who received which messages.
 """
 
 import time
-import uuid
-
-import msgpack
-import redis
 
 from tests.functional import base
 
@@ -216,7 +212,7 @@ class TestFilteredDelivery(base.ServerTestCase):
         # redis, so 1,000 are written straight into its schema; the one
         # created through the API afterwards tells the server.
         project = self.client.session.headers['X-Project-ID']
-        seed_subscriptions(self.redis.port, project, self.queue, [
+        self.redis.seed_subscriptions(project, self.queue, [
             (self.receiver.url('%s/s%d' % (self.queue, i)),
              {'filter_policies': ['hot' if i % 100 == 0 else 'cold%d' % i]})
             for i in range(1000)])
@@ -229,20 +225,3 @@ class TestFilteredDelivery(base.ServerTestCase):
             | {'/%s/api' % self.queue},
             {r.path for r in self.receiver.requests(self.queue)})
         self.assertEqual(11, len(received))
-
-
-def seed_subscriptions(port, project, queue, subscriptions, ttl=3600):
-    """Write subscriptions into Zaqar's redis schema directly."""
-    client = redis.Redis(host=base.HOST, port=port)
-    pack = msgpack.Packer(use_bin_type=True).pack
-    now = int(time.time())
-    with client.pipeline() as pipe:
-        for subscriber, options in subscriptions:
-            sub_id = str(uuid.uuid4())
-            pipe.zadd('%s.%s.subscriptions' % (project, queue), {sub_id: 1})
-            pipe.hset(sub_id, mapping={
-                'id': sub_id, 's': queue, 'u': subscriber, 't': ttl,
-                'e': now + ttl, 'o': pack(options), 'p': project, 'c': 1})
-            pipe.expire(sub_id, ttl)
-        pipe.execute()
-    client.close()
