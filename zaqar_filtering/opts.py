@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Configuration options of zaqar-filtering: the ``[filtering]`` group.
+"""Configuration options: ``[filtering]`` and ``[filtering:mongodb]``.
 
 ``list_opts`` is the ``oslo.config.opts`` entry point, so
 ``oslo-config-generator --namespace zaqar_filtering`` documents them.
@@ -23,6 +23,7 @@ from oslo_config import cfg
 from zaqar_filtering.policy.limits import Limits
 
 GROUP_NAME = 'filtering'
+MONGODB_GROUP_NAME = 'filtering:mongodb'
 
 _LIMIT_HELP = {
     'max_tags': 'Most tags (filter_policies) on a subscription or a message.',
@@ -64,12 +65,44 @@ DELIVERY_OPTS = [
                       'then for an answer before it counts as failed.'),
 ]
 
-ALL_OPTS = LIMIT_OPTS + CACHE_OPTS + DELIVERY_OPTS
+STORE_OPTS = [
+    cfg.StrOpt('policy_store', default='subscriptions',
+               help='Where the filter policies and the per-queue versions '
+                    'are kept: "subscriptions" (Zaqar\'s own subscription '
+                    'store, nothing extra to run) or "mongodb" (see '
+                    '[filtering:mongodb]). A driver of the '
+                    'zaqar_filtering.policy_stores entry point namespace.'),
+]
+
+MONGODB_OPTS = [
+    cfg.StrOpt('uri', secret=True,
+               help='MongoDB connection URI of the policy store, e.g. '
+                    'mongodb://user:password@db1:27017,db2:27017/'
+                    '?replicaSet=rs0. Required when policy_store is '
+                    'mongodb.'),
+    cfg.StrOpt('database', default='zaqar_filtering',
+               help='Database of the policy store.'),
+    cfg.StrOpt('collection', default='policies',
+               help='Collection of policy documents, one per '
+                    'subscription.'),
+    cfg.StrOpt('versions_collection', default='policy_versions',
+               help='Collection of per-queue version documents.'),
+    cfg.FloatOpt('connect_timeout_seconds', default=2.0, min=0.1,
+                 help='Seconds to wait for a connection to MongoDB.'),
+    cfg.FloatOpt('server_selection_timeout_seconds', default=2.0, min=0.1,
+                 help='Seconds to wait for a usable MongoDB server before '
+                      'the store counts as unavailable.'),
+    cfg.FloatOpt('socket_timeout_seconds', default=5.0, min=0.1,
+                 help='Seconds to wait for an answer from MongoDB.'),
+]
+
+ALL_OPTS = LIMIT_OPTS + CACHE_OPTS + DELIVERY_OPTS + STORE_OPTS
 
 
 def register_opts(conf):
     """Register the ``[filtering]`` options on ``conf``."""
     conf.register_opts(ALL_OPTS, group=GROUP_NAME)
+    conf.register_opts(MONGODB_OPTS, group=MONGODB_GROUP_NAME)
 
 
 def limits_from_conf(conf):
@@ -81,4 +114,4 @@ def limits_from_conf(conf):
 
 def list_opts():
     """Return the options for oslo-config-generator."""
-    return [(GROUP_NAME, ALL_OPTS)]
+    return [(GROUP_NAME, ALL_OPTS), (MONGODB_GROUP_NAME, MONGODB_OPTS)]
