@@ -16,6 +16,8 @@ For the tools and background jobs that read subscriptions outside a
 request: the driver has no pipeline, so none of the stages run.
 """
 
+import collections
+
 from zaqar import bootstrap
 from zaqar.storage import pooling
 from zaqar.storage import utils as storage_utils
@@ -24,13 +26,24 @@ from zaqar.storage import utils as storage_utils
 PAGE_SIZE = 1000
 
 
-def data_driver(conf):
-    """Return Zaqar's data driver (pooled or not) for ``conf``."""
+#: Zaqar's data driver (subscriptions) and control driver (queues).
+Drivers = collections.namedtuple('Drivers', 'data control')
+
+
+def load(conf):
+    """Return Zaqar's :class:`Drivers` for ``conf``, pooled or not."""
     boot = bootstrap.Bootstrap(conf)
     if conf.pooling:
-        return pooling.DataDriver(conf, boot.cache, boot.control)
-    return storage_utils.load_storage_driver(conf, boot.cache,
-                                             control_driver=boot.control)
+        data = pooling.DataDriver(conf, boot.cache, boot.control)
+    else:
+        data = storage_utils.load_storage_driver(conf, boot.cache,
+                                                 control_driver=boot.control)
+    return Drivers(data, boot.control)
+
+
+def data_driver(conf):
+    """Return Zaqar's data driver (pooled or not) for ``conf``."""
+    return load(conf).data
 
 
 def list_subscriptions(controller, project, queue):
@@ -43,3 +56,47 @@ def list_subscriptions(controller, project, queue):
         marker = next(pages)
         if not marker:
             return
+
+
+def list_queues(control, project):
+    """Yield the names of a project's queues, a page per storage call."""
+    marker = None
+    while True:
+        pages = control.queue_controller.list(project=project, marker=marker,
+                                              limit=PAGE_SIZE)
+        page = list(next(pages))
+        for queue in page:
+            yield queue['name']
+        marker = next(pages)
+        if not page or not marker:
+            return
+
+
+def all_projects(conf, control):
+    """Return the projects that have queues in Zaqar's management store.
+
+    :raises ValueError: for a management store this cannot read.
+    """
+    backend = conf['drivers'].management_store
+    if backend == 'sqlalchemy':
+        import sqlalchemy as sa
+        from zaqar.storage.sqlalchemy import tables
+        with control.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(tables.Queues.c.project).distinct())
+            return sorted({row[0] for row in rows}, key=_project_order)
+    if backend == 'mongodb':
+        names = control.queues_database.queues.distinct('p_q')
+        return sorted({name.split('/', 1)[0] or None for name in names},
+                      key=_project_order)
+    if backend == 'redis':
+        suffix = '.queues_set'
+        keys = control.connection.scan_iter(match='*' + suffix)
+        return sorted({key.decode()[:-len(suffix)] or None for key in keys},
+                      key=_project_order)
+    raise ValueError('cannot list the projects of the %s management store: '
+                     'name them with --project' % backend)
+
+
+def _project_order(project):
+    return project or ''

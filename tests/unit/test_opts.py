@@ -35,9 +35,13 @@ class TestOpts(unittest.TestCase):
         manager = stevedore.NamedExtensionManager(
             'oslo.config.opts', names=['zaqar_filtering'],
             invoke_on_load=True)
-        [(group, options)] = manager['zaqar_filtering'].obj
+        [(group, options), (mongodb, mongodb_options)] = \
+            manager['zaqar_filtering'].obj
         self.assertEqual('filtering', group)
         self.assertIs(opts.ALL_OPTS, options)
+        self.assertEqual('filtering:mongodb', mongodb)
+        self.assertIs(opts.MONGODB_OPTS, mongodb_options)
+        self.assertTrue(mongodb_options[0].secret)   # the uri
 
     def test_defaults_are_the_default_limits(self):
         self.assertEqual(DEFAULT_LIMITS, opts.limits_from_conf(self.conf))

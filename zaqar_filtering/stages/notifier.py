@@ -40,6 +40,7 @@ from zaqar_filtering import opts
 from zaqar_filtering.policy.message import with_body_fields
 from zaqar_filtering.stages.matcher_cache import MatcherCache
 from zaqar_filtering.stages import sender
+from zaqar_filtering import store as policy_store
 
 LOG = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class NotifierStage:
 
     def __init__(self, subscription_controller=None, queue_controller=None,
                  max_notifier_workers=10, require_confirmation=False,
-                 senders=None, **kwargs):
+                 senders=None, store=None, **kwargs):
         self._subscriptions = subscription_controller
         self._queues = queue_controller
         self._require_confirmation = require_confirmation
@@ -80,7 +81,9 @@ class NotifierStage:
         group = self._conf[opts.GROUP_NAME]
         self._limits = opts.limits_from_conf(self._conf)
         self._cache = MatcherCache(subscription_controller, self._limits,
-                                   group.matcher_cache_seconds)
+                                   group.matcher_cache_seconds,
+                                   store or policy_store.shared_store(
+                                       self._conf))
         if senders is None:
             senders = _default_senders(self._conf, max_notifier_workers,
                                        group.delivery_timeout_seconds)

@@ -13,43 +13,71 @@
 """The ``zaqar_filtering.validation`` subscription-pipeline stage.
 
 It rejects a subscription whose filter options are invalid with HTTP 400
-(Zaqar's ``ValidationFailed``), normalizes valid ones, and tells the
-notifier's matcher cache which queue changed.
+(Zaqar's ``ValidationFailed``), normalizes valid ones, and keeps the policy
+store in step: every change moves its queue's version before Zaqar writes
+it, and a background job syncs the queue and lands the change afterwards
+(:mod:`zaqar_filtering.stages.store_sync`). While the store cannot be
+reached, changes are refused (Zaqar answers 503): a change other server
+processes could not learn of would have them deliver by an old policy.
 """
 
 from oslo_config import cfg
+from oslo_log import log as logging
 from zaqar.transport import validation
 
 from zaqar_filtering import InvalidPolicy
 from zaqar_filtering import opts
 from zaqar_filtering.stages import matcher_cache
+from zaqar_filtering.stages import store_sync
+from zaqar_filtering import store as policy_store
+from zaqar_filtering.store.base import StoreUnavailable
 from zaqar_filtering import validate_options
+
+LOG = logging.getLogger(__name__)
 
 
 class ValidationStage:
     """Subscription-pipeline stage; Zaqar builds it with no arguments.
 
     Every method returns None so that the pipeline goes on to storage.
+
+    :param store: the policy store; by default the one zaqar.conf names.
+    :param syncer: the :class:`StoreSyncer` of that store.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, store=None, syncer=None, **kwargs):
         opts.register_opts(cfg.CONF)
         self._limits = opts.limits_from_conf(cfg.CONF)
+        self._store = store or policy_store.shared_store(cfg.CONF)
+        self._syncer = syncer or store_sync.shared_syncer(
+            self._store, cfg.CONF, self._limits)
 
     def create(self, queue, subscriber, ttl, options, project=None):
         self._normalize(options)
-        matcher_cache.invalidate(project, queue)
+        self._changing(project, queue)
 
     def update(self, queue, subscription_id, project=None, **kwargs):
         if 'options' in kwargs:
             self._normalize(kwargs['options'])
-        matcher_cache.invalidate(project, queue)
+        self._changing(project, queue)
 
     def delete(self, queue, subscription_id, project=None):
-        matcher_cache.invalidate(project, queue)
+        self._changing(project, queue)
 
     def confirm(self, queue, subscription_id, project=None, confirmed=True):
+        self._changing(project, queue)
+
+    def _changing(self, project, queue):
         matcher_cache.invalidate(project, queue)
+        try:
+            started = self._store.change_started(project, queue)
+        except StoreUnavailable as exc:
+            LOG.error('Refused a subscription change of queue %(queue)s '
+                      '(project %(project)s): %(error)s',
+                      {'queue': queue, 'project': project, 'error': exc})
+            raise
+        if started is not None:
+            self._syncer.changed(project, queue, started)
 
     def _normalize(self, options):
         try:

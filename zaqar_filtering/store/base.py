@@ -55,16 +55,25 @@ class PolicyStore(abc.ABC):
 
     @abc.abstractmethod
     def version(self, project, queue):
-        """Return the queue's version, or None when it cannot be shared.
+        """Return the queue's :class:`~.versions.Version`, or None.
 
-        Two calls return equal values only if no change was made to the
-        queue's subscriptions in between. None means this deployment gives
-        the store no place shared by all server processes.
+        Two calls return equal versions only if no change was made to the
+        queue's subscriptions in between; a version whose ``started`` is
+        ahead of its ``landed`` has a change in flight. None means this
+        deployment gives the store no place shared by all server processes.
         """
 
     @abc.abstractmethod
-    def bump(self, project, queue):
-        """Move the queue's version: its subscriptions changed."""
+    def change_started(self, project, queue):
+        """Say that a change of the queue's subscriptions is being written.
+
+        :returns: the new ``started`` counter, for :meth:`changes_landed`;
+            None when the store has no versions.
+        """
+
+    @abc.abstractmethod
+    def changes_landed(self, project, queue, started):
+        """Say that the changes up to ``started`` are written."""
 
     @abc.abstractmethod
     def load(self, project, queue):

@@ -63,10 +63,14 @@ class SubscriptionsStore(PolicyStore):
         counter = self._versions()
         return counter.get(project, queue) if counter else None
 
-    def bump(self, project, queue):
+    def change_started(self, project, queue):
+        counter = self._versions()
+        return counter.start(project, queue) if counter else None
+
+    def changes_landed(self, project, queue, started):
         counter = self._versions()
         if counter:
-            counter.bump(project, queue)
+            counter.land(project, queue, started)
 
     def load(self, project, queue):
         return {}

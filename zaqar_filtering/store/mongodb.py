@@ -119,8 +119,11 @@ class MongoStore(PolicyStore):
     def version(self, project, queue):
         return self._versions.get(project, queue)
 
-    def bump(self, project, queue):
-        self._versions.bump(project, queue)
+    def change_started(self, project, queue):
+        return self._versions.start(project, queue)
+
+    def changes_landed(self, project, queue, started):
+        self._versions.land(project, queue, started)
 
     @_unavailable
     def load(self, project, queue):

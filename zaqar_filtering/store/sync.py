@@ -37,8 +37,7 @@ def sync_queue(store, project, queue, subscriptions, limits, now=None):
     """Write a queue's subscriptions to the store; delete orphan records.
 
     :param subscriptions: the queue's subscriptions as Zaqar lists them.
-    :returns: a :class:`SyncResult`. The queue's version is moved when
-        anything changed.
+    :returns: a :class:`SyncResult`.
     """
     now = now or datetime.datetime.now(datetime.timezone.utc)
     result = SyncResult()
@@ -60,6 +59,4 @@ def sync_queue(store, project, queue, subscriptions, limits, now=None):
     result.unchanged = written.unchanged
     if orphans:
         result.deleted = store.delete(project, queue, orphans)
-    if result.changed:
-        store.bump(project, queue)
     return result

@@ -14,8 +14,15 @@
 
 import unittest
 
+from oslo_config import cfg
+from zaqar.conf import default as zaqar_default
+from zaqar.conf import drivers as zaqar_drivers
+
+from tests.unit.store import fixtures
 from zaqar_filtering import DEFAULT_LIMITS
 from zaqar_filtering.stages import matcher_cache
+from zaqar_filtering.store.embedded import SubscriptionsStore
+from zaqar_filtering import zaqar_storage
 
 
 class FakeSubscriptions:
@@ -45,6 +52,37 @@ class FakeSubscriptions:
             'ttl': ttl, 'age': age, 'options': options, 'confirmed': True}
 
 
+class InlineExecutor:
+    """Runs background rebuilds at once, so tests see their result."""
+
+    def submit(self, function, *args):
+        function(*args)
+
+
+class SwitchableStore:
+    """A real store that tests can make unreachable, and bring back."""
+
+    def __init__(self, store):
+        self.up = store
+        self.down = fixtures.unreachable_store()
+        self.name = store.name
+        self.reachable = True
+
+    def version(self, project, queue):
+        store = self.up if self.reachable else self.down
+        return store.version(project, queue)
+
+
+def versionless_store():
+    """The embedded store of a deployment with no shared version place."""
+    conf = cfg.ConfigOpts()
+    zaqar_default.register_opts(conf)
+    zaqar_drivers.register_opts(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    conf.set_override('message_store', 'swift', 'drivers')
+    return SubscriptionsStore(conf)
+
+
 class Clock:
     def __init__(self):
         self.now = 1000.0
@@ -53,74 +91,143 @@ class Clock:
         return self.now
 
 
-class TestMatcherCache(unittest.TestCase):
+class CacheTestCase(unittest.TestCase):
 
     def setUp(self):
-        self.store = FakeSubscriptions()
+        self.subscriptions = FakeSubscriptions()
         self.clock = Clock()
-        self.cache = matcher_cache.MatcherCache(self.store, DEFAULT_LIMITS,
-                                                max_age=10, clock=self.clock)
+        self.store = self.make_store()
+        self.cache = self.make_cache()
 
-    def matched(self, message, project='p', queue='q'):
-        return self.cache.get(project, queue).matcher.match(message)
+    def make_store(self):
+        return fixtures.mongomock_store()
+
+    def make_cache(self, max_age=10):
+        return matcher_cache.MatcherCache(
+            self.subscriptions, DEFAULT_LIMITS, max_age=max_age,
+            store=self.store, clock=self.clock, executor=InlineExecutor())
+
+    def matched(self, message, project='p', queue='q', cache=None):
+        entry = (cache or self.cache).get(project, queue)
+        return entry.matcher.match(message)
+
+    def change(self, project, queue, sub_id, options, land=True):
+        """Change a subscription as a server process would."""
+        started = self.store.change_started(project, queue)
+        self.subscriptions.put(project, queue, sub_id, options)
+        if land:
+            self.store.changes_landed(project, queue, started)
+        return started
+
+
+class TestMatcherCache(CacheTestCase):
 
     def test_built_once_then_reused(self):
-        self.store.put('p', 'q', 'a', {'filter_policies': ['x']})
+        self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['x']})
         self.assertEqual({'a'}, self.matched({'filter_policies': ['x']}))
         self.assertEqual({'a'}, self.matched({'filter_policies': ['x']}))
-        self.assertEqual(1, self.store.list_calls)
+        self.assertEqual(1, self.subscriptions.list_calls)
 
     def test_lists_every_page(self):
-        for number in range(matcher_cache.PAGE_SIZE * 2 + 5):
-            self.store.put('p', 'q', '%05d' % number, {})
-        self.assertEqual(matcher_cache.PAGE_SIZE * 2 + 5,
+        for number in range(zaqar_storage.PAGE_SIZE * 2 + 5):
+            self.subscriptions.put('p', 'q', '%05d' % number, {})
+        self.assertEqual(zaqar_storage.PAGE_SIZE * 2 + 5,
                          len(self.matched({})))
 
-    def test_a_change_applies_to_the_next_post(self):
-        self.store.put('p', 'q', 'a', {'filter_policies': ['x']})
+    def test_a_change_through_another_process_applies_to_the_next_post(self):
+        other = self.make_cache()
+        self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['x']})
         self.assertEqual({'a'}, self.matched({'filter_policies': ['x']}))
-        matcher_cache.invalidate('p', 'q')
-        self.store.put('p', 'q', 'a', {'filter_policies': ['y']})
+        self.assertEqual({'a'}, self.matched({'filter_policies': ['x']},
+                                             cache=other))
+        self.change('p', 'q', 'a', {'filter_policies': ['y']})
         self.assertEqual(set(), self.matched({'filter_policies': ['x']}))
-        # While the change settles, every post lists again ...
+        self.assertEqual(set(), self.matched({'filter_policies': ['x']},
+                                             cache=other))
+        calls = self.subscriptions.list_calls
         self.matched({})
-        self.assertEqual(3, self.store.list_calls)
-        # ... and afterwards the matcher is cached again.
-        self.clock.now += matcher_cache.SETTLING_SECONDS
+        self.matched({}, cache=other)
+        self.assertEqual(calls, self.subscriptions.list_calls)
+
+    def test_a_change_in_flight_is_not_cached_until_it_lands(self):
+        self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['x']})
+        self.matched({})
+        started = self.change('p', 'q', 'a', {'filter_policies': ['y']},
+                              land=False)
+        self.assertEqual({'a'}, self.matched({'filter_policies': ['y']}))
+        self.assertEqual({'a'}, self.matched({'filter_policies': ['y']}))
+        self.assertEqual(3, self.subscriptions.list_calls)
+        self.store.changes_landed('p', 'q', started)
         self.matched({})
         self.matched({})
-        self.assertEqual(4, self.store.list_calls)
+        self.assertEqual(4, self.subscriptions.list_calls)
+
+    def test_a_change_that_never_lands_is_cached_after_the_limit(self):
+        self.subscriptions.put('p', 'q', 'a', {})
+        self.change('p', 'q', 'a', {}, land=False)
+        self.matched({})
+        self.clock.now += matcher_cache.IN_FLIGHT_LIMIT_SECONDS
+        with self.assertLogs(matcher_cache.LOG.logger, 'WARNING') as logs:
+            self.matched({})
+        self.assertIn('has not landed after 30 s', logs.output[0])
+        calls = self.subscriptions.list_calls
+        self.matched({})
+        self.assertEqual(calls, self.subscriptions.list_calls)
 
     def test_other_queues_and_projects_keep_their_entry(self):
-        self.store.put('p', 'q', 'a', {})
-        self.store.put('other', 'q', 'b', {})
+        self.subscriptions.put('p', 'q', 'a', {})
+        self.subscriptions.put('other', 'q', 'b', {})
         self.assertEqual({'a'}, self.matched({}))
         self.assertEqual({'b'}, self.matched({}, project='other'))
-        matcher_cache.invalidate('other', 'q')
-        self.matched({})
-        self.assertEqual(2, self.store.list_calls)
+        self.change('other', 'q', 'b', {'filter_policies': ['t']})
+        self.assertEqual({'a'}, self.matched({}))
+        self.assertEqual(2, self.subscriptions.list_calls)
+        self.assertEqual(set(), self.matched({}, project='other'))
 
-    def test_entries_expire(self):
-        self.store.put('p', 'q', 'a', {})
+    def test_rebuilt_in_the_background_after_max_age(self):
+        self.subscriptions.put('p', 'q', 'a', {})
         self.matched({})
+        # A change that bypassed the stages, e.g. an old server process.
+        self.subscriptions.put('p', 'q', 'b', {})
         self.clock.now += 9.9
-        self.matched({})
-        self.assertEqual(1, self.store.list_calls)
+        self.assertEqual({'a'}, self.matched({}))
         self.clock.now += 0.1
+        self.matched({})            # served from the cache, rebuilt after
+        self.assertEqual(2, self.subscriptions.list_calls)
+        self.assertEqual({'a', 'b'}, self.matched({}))
+        self.assertEqual(2, self.subscriptions.list_calls)
+
+    def test_store_outage_lists_every_post_and_warns_once(self):
+        self.store = SwitchableStore(self.store)
+        self.cache = self.make_cache()
+        self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['x']})
         self.matched({})
-        self.assertEqual(2, self.store.list_calls)
+        self.store.reachable = False
+        with self.assertLogs(matcher_cache.LOG.logger, 'WARNING') as logs:
+            # A change made just before the outage is obeyed all the same.
+            self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['y']})
+            for _ in range(3):
+                self.assertEqual(set(), self.matched({'filter_policies':
+                                                      ['x']}))
+            self.store.reachable = True
+            self.assertEqual({'a'}, self.matched({'filter_policies': ['y']}))
+        self.assertEqual(2, len(logs.output))
+        self.assertIn('policy store mongodb is unavailable', logs.output[0])
+        self.assertIn('every post lists its queue', logs.output[0])
+        self.assertIn('The policy store mongodb is back', logs.output[1])
+        self.assertEqual(5, self.subscriptions.list_calls)
 
     def test_rebuilt_when_a_subscription_expires(self):
-        self.store.put('p', 'q', 'a', {}, ttl=100, age=97)
-        self.store.put('p', 'q', 'b', {})
+        self.subscriptions.put('p', 'q', 'a', {}, ttl=100, age=97)
+        self.subscriptions.put('p', 'q', 'b', {})
         self.assertEqual({'a', 'b'}, self.matched({}))
         self.clock.now += 3
-        del self.store.queues[('p', 'q')]['a']       # Zaqar expired it
+        del self.subscriptions.queues[('p', 'q')]['a']       # Zaqar expired it
         self.assertEqual({'b'}, self.matched({}))
 
     def test_invalid_stored_policy_is_not_delivered_and_logged(self):
-        self.store.put('p', 'q', 'bad', {'filter_policies': 'x'})
-        self.store.put('p', 'q', 'good', {})
+        self.subscriptions.put('p', 'q', 'bad', {'filter_policies': 'x'})
+        self.subscriptions.put('p', 'q', 'good', {})
         with self.assertLogs(matcher_cache.LOG.logger, 'WARNING') as logs:
             entry = self.cache.get('p', 'q')
         self.assertEqual({'good'}, entry.matcher.match({}))
@@ -130,10 +237,10 @@ class TestMatcherCache(unittest.TestCase):
                       "must be a list of tags, not 'x'", logs.output[0])
 
     def test_subscriptions_are_kept_as_delivery_reads_them(self):
-        self.store.put('p', 'q', 'a', {'filter_policies': ['x'],
-                                       'binding_keys': ['#'],
-                                       'post_data': '"$zaqar_message$"',
-                                       '_retry_policy': {'minimum_delay': 1}})
+        self.subscriptions.put('p', 'q', 'a', {
+            'filter_policies': ['x'], 'binding_keys': ['#'],
+            'post_data': '"$zaqar_message$"',
+            '_retry_policy': {'minimum_delay': 1}})
         self.assertEqual(
             {'id': 'a', 'source': 'q', 'subscriber': 'http://x/a',
              'confirmed': True, 'options': {
@@ -141,3 +248,33 @@ class TestMatcherCache(unittest.TestCase):
                  '_retry_policy': {'minimum_delay': 1}}},
             self.cache.get('p', 'q').subscriptions['a'])
         self.assertEqual('http', self.cache.get('p', 'q').schemes['a'])
+
+
+class TestWithoutSharedVersion(CacheTestCase):
+    """Stores with no shared version: local changes and max_age."""
+
+    def make_store(self):
+        return versionless_store()
+
+    def test_a_local_change_applies_to_the_next_post(self):
+        self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['x']})
+        self.assertEqual({'a'}, self.matched({'filter_policies': ['x']}))
+        matcher_cache.invalidate('p', 'q')
+        self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['y']})
+        self.assertEqual(set(), self.matched({'filter_policies': ['x']}))
+        # While the change settles, every post lists again ...
+        self.matched({})
+        self.assertEqual(3, self.subscriptions.list_calls)
+        # ... and afterwards the matcher is cached again.
+        self.clock.now += matcher_cache.SETTLING_SECONDS
+        self.matched({})
+        self.matched({})
+        self.assertEqual(4, self.subscriptions.list_calls)
+
+    def test_other_changes_apply_after_max_age(self):
+        self.subscriptions.put('p', 'q', 'a', {})
+        self.matched({})
+        self.subscriptions.put('p', 'q', 'b', {})
+        self.clock.now += 10
+        self.matched({})
+        self.assertEqual({'a', 'b'}, self.matched({}))

@@ -18,6 +18,7 @@ import unittest
 from oslo_config import cfg
 
 from tests.unit.stages.test_matcher_cache import FakeSubscriptions
+from tests.unit.store import fixtures
 from zaqar_filtering.stages.notifier import NotifierStage
 
 SCENARIO_TAGS = ['apple', 'imac', 'iphone', 'macbook']
@@ -52,7 +53,8 @@ class TestNotifierStage(unittest.TestCase):
     def stage(self, **kwargs):
         return NotifierStage(
             subscription_controller=self.store, queue_controller=self.queues,
-            senders={'http': self.task, 'mailto': self.mail}, **kwargs)
+            senders={'http': self.task, 'mailto': self.mail},
+            store=fixtures.mongomock_store(), **kwargs)
 
     def received(self, task=None):
         return {sub_id: [m['body'] for m in messages]

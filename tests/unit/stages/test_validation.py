@@ -11,25 +11,43 @@
 # under the License.
 
 """The subscription-pipeline stage: 400 on invalid policies, normalized
-options otherwise, and the notifier's cache told of every change."""
+options otherwise, the policy store told of every change, and the syncer
+that lands changes and copies queues to the store."""
 
+import threading
+import time
 import unittest
 
 from oslo_config import cfg
 from zaqar.transport import validation
 
-from tests.unit.stages.test_matcher_cache import Clock
 from tests.unit.stages.test_matcher_cache import FakeSubscriptions
+from tests.unit.store import fixtures
 from zaqar_filtering import DEFAULT_LIMITS
-from zaqar_filtering.stages import matcher_cache
+from zaqar_filtering.stages import store_sync
 from zaqar_filtering.stages.validation import ValidationStage
+from zaqar_filtering.store.base import StoreUnavailable
+from zaqar_filtering.store.versions import Version
+
+
+def wait_for(condition, timeout=5):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError('timed out waiting for %s' % condition)
+        time.sleep(0.01)
 
 
 class TestValidationStage(unittest.TestCase):
 
     def setUp(self):
         self.addCleanup(cfg.CONF.reset)
-        self.stage = ValidationStage()
+        self.subscriptions = FakeSubscriptions()
+        self.store = fixtures.mongomock_store()
+        self.syncer = store_sync.StoreSyncer(
+            self.store, cfg.CONF, DEFAULT_LIMITS,
+            controller=self.subscriptions, delays=(0.05, 0.2))
+        self.stage = ValidationStage(store=self.store, syncer=self.syncer)
 
     def test_invalid_policy_is_a_validation_failure(self):
         options = {'filter_policies': ['abcdefghijklmnopq']}
@@ -61,12 +79,8 @@ class TestValidationStage(unittest.TestCase):
     def test_update_without_options(self):
         self.assertIsNone(self.stage.update('q', 'id', project='p', ttl=60))
 
-    def test_every_change_invalidates_the_queue(self):
-        store = FakeSubscriptions()
-        store.put('p', 'q', 'a', {})
-        clock = Clock()
-        cache = matcher_cache.MatcherCache(store, DEFAULT_LIMITS, 60,
-                                           clock=clock)
+    def test_every_change_starts_then_lands_in_the_store(self):
+        self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['t']})
         changes = [
             lambda: self.stage.create('q', 'http://x', 60, {}, project='p'),
             lambda: self.stage.update('q', 'a', project='p', options={}),
@@ -74,11 +88,90 @@ class TestValidationStage(unittest.TestCase):
                                        confirmed=True),
             lambda: self.stage.delete('q', 'a', project='p'),
         ]
-        for change in changes:
-            clock.now += matcher_cache.SETTLING_SECONDS
-            cache.get('p', 'q')
-            cache.get('p', 'q')
-            calls = store.list_calls
+        for number, change in enumerate(changes):
+            before = self.store.version('p', 'q')
             change()
-            cache.get('p', 'q')
-            self.assertEqual(calls + 1, store.list_calls)
+            # Started before Zaqar writes: the change is in flight.
+            version = self.store.version('p', 'q')
+            self.assertEqual(before.started + 1, version.started)
+            self.assertLess(version.landed, version.started)
+            # The syncer lands it, then moves the version once more.
+            wait_for(lambda: self.store.version('p', 'q').landed
+                     >= before.started + 2)
+            version = self.store.version('p', 'q')
+            self.assertEqual(version.started, version.landed)
+        self.assertEqual(Version(0, 0), self.store.version('other', 'q'))
+
+    def test_the_syncer_copies_the_queue_to_the_store(self):
+        self.stage.create('q', 'http://x/a', 60,
+                          {'filter_policies': ['b', 'a']}, project='p')
+        # What Zaqar then writes, with the id it chose.
+        self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['a', 'b']})
+        wait_for(lambda: 'a' in self.store.load('p', 'q'))
+        self.assertEqual({'filter_policies': ['a', 'b']},
+                         self.store.load('p', 'q')['a'].policy)
+        self.stage.delete('q', 'a', project='p')
+        del self.subscriptions.queues[('p', 'q')]['a']
+        wait_for(lambda: not self.store.load('p', 'q'))
+
+    def test_changes_are_refused_while_the_store_is_down(self):
+        store = fixtures.unreachable_store()
+        self.addCleanup(store.close)
+        stage = ValidationStage(store=store, syncer=self.syncer)
+        for change in (
+                lambda: stage.create('q', 'http://x', 60, {}, project='p'),
+                lambda: stage.update('q', 'a', project='p', ttl=60),
+                lambda: stage.delete('q', 'a', project='p')):
+            with self.assertLogs('zaqar_filtering.stages.validation',
+                                 'ERROR') as logs:
+                self.assertRaises(StoreUnavailable, change)
+            self.assertIn('Refused a subscription change of queue q '
+                          '(project p): policy store mongodb is unavailable',
+                          logs.output[0])
+
+
+class SlowlyBackStore:
+    """A real store that is unreachable for its first ``failures`` calls."""
+
+    def __init__(self, store, failures):
+        self._store = store
+        self._down = fixtures.unreachable_store()
+        self.failures = failures
+        self.keeps_records = store.keeps_records
+        self.lock = threading.Lock()
+
+    def __getattr__(self, name):
+        with self.lock:
+            failing = self.failures > 0
+            if failing:
+                self.failures -= 1
+        return getattr(self._down if failing else self._store, name)
+
+
+class TestStoreSyncer(unittest.TestCase):
+
+    def setUp(self):
+        self.subscriptions = FakeSubscriptions()
+        self.store = fixtures.mongomock_store()
+
+    def syncer(self, store, delays=(0.05,)):
+        return store_sync.StoreSyncer(store, cfg.CONF, DEFAULT_LIMITS,
+                                      controller=self.subscriptions,
+                                      delays=delays, retry_seconds=0.05)
+
+    def test_changes_close_together_make_one_job(self):
+        syncer = self.syncer(self.store, delays=(0.2,))
+        for _ in range(5):
+            started = self.store.change_started('p', 'q')
+            syncer.changed('p', 'q', started)
+        wait_for(lambda: self.store.version('p', 'q').landed == 5)
+        self.assertEqual(1, self.subscriptions.list_calls)
+
+    def test_retries_while_the_store_is_down(self):
+        store = SlowlyBackStore(self.store, failures=2)
+        syncer = self.syncer(store)
+        started = self.store.change_started('p', 'q')
+        with self.assertLogs(store_sync.LOG.logger, 'WARNING') as logs:
+            syncer.changed('p', 'q', started)
+            wait_for(lambda: self.store.version('p', 'q').landed == 1)
+        self.assertIn('attempt 1 of 12', logs.output[0])

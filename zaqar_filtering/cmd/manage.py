@@ -1,0 +1,175 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``zaqar-filtering-manage``: sync and verify the policy store.
+
+Examples::
+
+    zaqar-filtering-manage --config-file /etc/zaqar/zaqar.conf sync --all
+    zaqar-filtering-manage --config-file /etc/zaqar/zaqar.conf \\
+        sync --project 7d3c... --queue orders
+    zaqar-filtering-manage --config-file /etc/zaqar/zaqar.conf verify --all
+
+``sync`` writes every subscription's policy to the store, deletes records
+of subscriptions that are gone, and lands changes left in flight by a
+server process that stopped. ``verify`` only reports: missing, stale and
+orphaned records, and invalid policies; it exits with 1 when it found any.
+"""
+
+import datetime
+import sys
+
+from oslo_config import cfg
+
+from zaqar_filtering import InvalidPolicy
+from zaqar_filtering import opts
+from zaqar_filtering.store.base import StoreUnavailable
+from zaqar_filtering.store import load_store
+from zaqar_filtering.store.record import record_from_listing
+from zaqar_filtering.store.sync import sync_queue
+from zaqar_filtering import zaqar_storage
+
+
+def _add_selection(parser):
+    parser.add_argument('--project', action='append', default=[],
+                        help='A project (tenant) id; repeat for several.')
+    parser.add_argument('--queue', help='Only this queue of the project.')
+    parser.add_argument('--all', action='store_true',
+                        help='Every queue of every project.')
+
+
+def _add_commands(subparsers):
+    sync = subparsers.add_parser(
+        'sync', help='Write the subscriptions\' policies to the store.')
+    _add_selection(sync)
+    sync.set_defaults(run=_sync)
+    verify = subparsers.add_parser(
+        'verify', help='Report how the store differs from the '
+                       'subscriptions, without writing.')
+    _add_selection(verify)
+    verify.set_defaults(run=_verify)
+
+
+COMMAND = cfg.SubCommandOpt('command', title='Commands',
+                            handler=_add_commands)
+
+
+def _queues(conf, store, drivers):
+    args = conf.command
+    if args.all == bool(args.project):
+        raise ValueError('give either --all or --project')
+    if args.queue:
+        if len(args.project) != 1:
+            raise ValueError('--queue needs exactly one --project')
+        return [(args.project[0], args.queue)]
+    projects = args.project or zaqar_storage.all_projects(conf,
+                                                          drivers.control)
+    found = set()
+    for project in projects:
+        found.update((project, queue) for queue in
+                     zaqar_storage.list_queues(drivers.control, project))
+        if not args.all:
+            found.update(store.queues(project))
+    if args.all:
+        found.update(store.queues())
+    return sorted(found, key=lambda pair: (pair[0] or '', pair[1]))
+
+
+def _listing(drivers, project, queue):
+    return list(zaqar_storage.list_subscriptions(
+        drivers.data.subscription_controller, project, queue))
+
+
+def _sync(conf, store, drivers, limits, out):
+    total = {'written': 0, 'unchanged': 0, 'deleted': 0, 'invalid': 0}
+    out.write('%-34s %-24s %8s %9s %8s %8s\n' % (
+        'project', 'queue', 'written', 'unchanged', 'deleted', 'invalid'))
+    for project, queue in _queues(conf, store, drivers):
+        result = sync_queue(store, project, queue,
+                            _listing(drivers, project, queue), limits)
+        version = store.version(project, queue)
+        if version is not None and version.started > version.landed:
+            store.changes_landed(project, queue, version.started)
+        out.write('%-34s %-24s %8d %9d %8d %8d\n' % (
+            project, queue, result.written, result.unchanged,
+            result.deleted, len(result.invalid)))
+        for sub_id, exc in sorted(result.invalid.items()):
+            out.write('  invalid %s: %s\n' % (sub_id, exc))
+        total['written'] += result.written
+        total['unchanged'] += result.unchanged
+        total['deleted'] += result.deleted
+        total['invalid'] += len(result.invalid)
+    out.write('%(written)d written, %(unchanged)d unchanged, %(deleted)d '
+              'deleted, %(invalid)d invalid\n' % total)
+    if not store.keeps_records:
+        out.write('policy_store = %s keeps no copy of the policies: only '
+                  'changes left in flight were landed.\n' % store.name)
+    return 0
+
+
+def _verify(conf, store, drivers, limits, out):
+    if not store.keeps_records:
+        out.write('policy_store = %s keeps no copy of the policies: '
+                  'nothing to verify.\n' % store.name)
+        return 0
+    now = datetime.datetime.now(datetime.timezone.utc)
+    counts = {'missing': 0, 'stale': 0, 'orphaned': 0, 'invalid': 0}
+    for project, queue in _queues(conf, store, drivers):
+        kept = store.load(project, queue)
+        for sub in _listing(drivers, project, queue):
+            sub_id = str(sub['id'])
+            try:
+                record = record_from_listing(project, queue, sub, now, limits)
+            except InvalidPolicy as exc:
+                problem = 'invalid', str(exc)
+            else:
+                old = kept.get(sub_id)
+                if old is None:
+                    problem = 'missing', record.subscriber
+                elif not old.same_as(record):
+                    problem = 'stale', record.subscriber
+                else:
+                    problem = None
+            kept.pop(sub_id, None)
+            if problem:
+                counts[problem[0]] += 1
+                out.write('%s project=%s queue=%s subscription=%s: %s\n'
+                          % (problem[0], project, queue, sub_id, problem[1]))
+        for sub_id, record in sorted(kept.items()):
+            counts['orphaned'] += 1
+            out.write('orphaned project=%s queue=%s subscription=%s: %s\n'
+                      % (project, queue, sub_id, record.subscriber))
+    out.write('%(missing)d missing, %(stale)d stale, %(orphaned)d orphaned, '
+              '%(invalid)d invalid\n' % counts)
+    return 1 if any(counts.values()) else 0
+
+
+def main(argv=None, out=sys.stdout, conf=None):
+    """Run the command line; return the exit status."""
+    conf = conf or cfg.ConfigOpts()
+    opts.register_opts(conf)
+    conf.register_cli_opt(COMMAND)
+    conf(sys.argv[1:] if argv is None else argv, project='zaqar',
+         prog='zaqar-filtering-manage')
+    try:
+        drivers = zaqar_storage.load(conf)
+        store = load_store(conf)
+        return conf.command.run(conf, store, drivers,
+                                opts.limits_from_conf(conf), out)
+    except (ValueError, StoreUnavailable) as exc:
+        sys.stderr.write('zaqar-filtering-manage: error: %s\n' % exc)
+        return 2
+
+
+def run():
+    """The console script's entry point."""
+    sys.exit(main())
