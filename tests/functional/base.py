@@ -75,6 +75,16 @@ REDIS_MISSING = (
     'with "apt-get install redis-server".')
 
 
+def wait_until(condition, timeout=WAIT_TIMEOUT):
+    """Wait until ``condition()`` is true; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError('timed out after %s s waiting for %s'
+                                 % (timeout, condition))
+        time.sleep(0.02)
+
+
 def free_port():
     """Return a TCP port that is free on 127.0.0.1 now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
