@@ -18,8 +18,10 @@ request: the driver has no pipeline, so none of the stages run.
 
 import collections
 
+import sqlalchemy as sa
 from zaqar import bootstrap
 from zaqar.storage import pooling
+from zaqar.storage.sqlalchemy import tables
 from zaqar.storage import utils as storage_utils
 
 #: Subscriptions listed per storage call.
@@ -79,8 +81,6 @@ def all_projects(conf, control):
     """
     backend = conf['drivers'].management_store
     if backend == 'sqlalchemy':
-        import sqlalchemy as sa
-        from zaqar.storage.sqlalchemy import tables
         with control.engine.connect() as connection:
             rows = connection.execute(
                 sa.select(tables.Queues.c.project).distinct())

@@ -54,8 +54,9 @@ class DeliveryTestCase(base.ServerTestCase):
         return response.json()['subscription_id']
 
     def received(self, name):
-        return [r.json['body'] for r in self.receiver.requests(
-            '%s/%s' % (self.queue, name))]
+        """The bodies a subscriber received, sorted: deliveries overlap."""
+        return sorted(r.json['body'] for r in self.receiver.requests(
+            '%s/%s' % (self.queue, name)))
 
     def post(self, client, body, tags):
         response = client.post_messages(

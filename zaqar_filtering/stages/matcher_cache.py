@@ -45,8 +45,8 @@ from zaqar_filtering import zaqar_storage
 
 LOG = logging.getLogger(__name__)
 
-#: How long after a change made through this process its queue's matcher
-#: is not cached, in seconds.
+#: Without a shared version: how long after a change made through this
+#: process its queue's matcher is not cached, in seconds.
 SETTLING_SECONDS = 2.0
 #: How long a change may stay in flight before matchers are cached anyway,
 #: in seconds: the process that made it stopped before it landed.
@@ -170,10 +170,13 @@ class MatcherCache:
         return version
 
     def _cacheable(self, key, version, now):
-        if now < self._settling.get(key, 0):
-            return False
-        self._settling.pop(key, None)
-        if version is None or version.started <= version.landed:
+        if version is None:
+            # No shared version: only this process's own changes are known.
+            if now < self._settling.get(key, 0):
+                return False
+            self._settling.pop(key, None)
+            return True
+        if version.started <= version.landed:
             self._in_flight.pop(key, None)
             return True
         started, since = self._in_flight.get(key, (None, now))

@@ -28,10 +28,6 @@ class SyncResult:
     #: subscription id -> the InvalidPolicy that kept it out of the store.
     invalid: dict = dataclasses.field(default_factory=dict)
 
-    @property
-    def changed(self):
-        return bool(self.written or self.deleted)
-
 
 def sync_queue(store, project, queue, subscriptions, limits, now=None):
     """Write a queue's subscriptions to the store; delete orphan records.
