@@ -1,7 +1,8 @@
 # zaqar-filtering developer entry points.
 #
 #   make venv    create .venv (Python >= 3.11) with the package and test tools
-#   make test    run the unit and functional tests with stestr and the style
+#   make test    run the unit and functional tests with stestr, tempest
+#                (tools/tempest_run.py; TEMPEST=0 leaves it out) and the style
 #                checks (flake8 with hacking), and print a one-line summary
 #   make services  install what the functional tests and the demo run
 #                (redis-server) when it is missing
@@ -19,6 +20,12 @@ STAMP := $(VENV)/.installed
 
 # Extra arguments for "stestr run", e.g. make test TESTARGS=tests.unit.policy
 TESTARGS ?=
+
+# make test also runs tempest (tools/tempest_run.py: Keystone, redis and
+# zaqar-filtering-server with Keystone auth; our tempest plugin and
+# zaqar-tempest-plugin's v2 tests), counted in the summary. TEMPEST=0 leaves
+# it out, and says so.
+TEMPEST ?= 1
 
 # pbr takes the version from git. Outside a git work tree (a source tarball,
 # an exported copy) it cannot, and needs PBR_VERSION instead.
@@ -114,7 +121,16 @@ test: venv services
 	  echo "0 passed, 0 failed, 0 skipped"; \
 	  exit 1; \
 	fi; \
-	stats=$$($(BIN)/stestr last --subunit | $(BIN)/subunit-stats --no-passthrough); \
+	tempest_subunit=$$(mktemp); \
+	if [ "$(TEMPEST)" != 0 ]; then \
+	  $(BIN)/python tools/tempest_run.py --subunit "$$tempest_subunit" || \
+	    { echo "tempest run failed: see above" >&2; [ "$$rc" -ne 0 ] || rc=1; }; \
+	else \
+	  echo "tempest run left out (TEMPEST=0)" >&2; \
+	fi; \
+	stats=$$({ $(BIN)/stestr last --subunit; cat "$$tempest_subunit"; } | \
+	  $(BIN)/subunit-stats --no-passthrough); \
+	rm -f "$$tempest_subunit"; \
 	total=$$(awk '/^Total tests:/ {print $$3}' <<<"$$stats"); \
 	passed=$$(awk '/^Passed tests:/ {print $$3}' <<<"$$stats"); \
 	failed=$$(awk '/^Failed tests:/ {print $$3}' <<<"$$stats"); \
