@@ -7,6 +7,9 @@
 #   make services  install what the functional tests and the demo run
 #                (redis-server) when it is missing
 #   make lint    run only the style checks
+#   make docs    build the documentation (doc/, with the sample config),
+#                the API reference (api-ref/) and the release notes, with
+#                warnings as errors, and run "reno lint"
 #   make demo    run the CMQ scenarios through a real zaqar-filtering-server
 #   make bench   run the matcher benchmark
 #   make clean   remove the virtualenv, test and build output
@@ -33,7 +36,7 @@ ifneq ($(shell git rev-parse --is-inside-work-tree 2>/dev/null),true)
 export PBR_VERSION ?= 0.0.1.dev0
 endif
 
-.PHONY: venv services test lint demo bench clean
+.PHONY: venv services test lint demo bench clean docs
 
 venv: $(STAMP)
 
@@ -147,6 +150,25 @@ test: venv services
 	fi; \
 	if [ "$$rc" -eq 0 ] && [ "$$lint_rc" -ne 0 ]; then rc=$$lint_rc; fi; \
 	exit $$rc
+
+# The documentation tools (doc/requirements.txt) go into the same .venv:
+# oslo_config.sphinxconfiggen needs the package and its options importable.
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP) doc/requirements.txt
+	$(BIN)/python -m pip install --quiet -r doc/requirements.txt
+	@touch $@
+
+SPHINX_BUILD = $(BIN)/sphinx-build -a -E -W --keep-going -b html
+
+docs: $(DOCS_STAMP)
+	rm -rf doc/build api-ref/build releasenotes/build
+	$(SPHINX_BUILD) -d doc/build/doctrees doc/source doc/build/html
+	$(SPHINX_BUILD) -d api-ref/build/doctrees api-ref/source api-ref/build/html
+	$(SPHINX_BUILD) -d releasenotes/build/doctrees releasenotes/source \
+	  releasenotes/build/html
+	$(BIN)/reno lint
+	@echo "docs: doc/build/html, api-ref/build/html, releasenotes/build/html"
 
 demo: venv services
 	$(BIN)/python tools/demo.py
