@@ -46,7 +46,7 @@ class ClassifyTest(unittest.TestCase):
     def test_invalid_policy_names_option_and_rule(self):
         out = self.outcome(line(options={'filter_policies': ['x' * 17]}))
         self.assertEqual(transform.INVALID, out['outcome'])
-        self.assertEqual('filter_policies/0', out['option'])
+        self.assertEqual('filter_policies', out['option'])
         self.assertIn('17 characters', out['reason'])
 
     def test_expired_is_skipped(self):
