@@ -105,16 +105,6 @@ def _run(argv, log_path, timeout=MANAGE_TIMEOUT, env=None, cwd=None):
                            % (' '.join(argv), rc, '\n'.join(tail)))
 
 
-def _write_ini(path, sections):
-    with open(path, 'w') as conf:
-        for section, options in sections.items():
-            conf.write('[%s]\n' % section)
-            for option, value in options.items():
-                conf.write('%s = %s\n' % (option, value))
-            conf.write('\n')
-    return path
-
-
 class Keystone(base.Process):
     """Keystone (public API) on SQLite, served by gunicorn."""
 
@@ -152,7 +142,7 @@ class Keystone(base.Process):
                              'fernet-receipts')}
         for path in keys.values():
             os.makedirs(path, mode=0o700, exist_ok=True)
-        _write_ini(self.conf_path, {
+        base.write_ini(self.conf_path, {
             'DEFAULT': {'debug': 'False'},
             'database': {'connection': 'sqlite:///' + os.path.join(
                 self.workdir, 'keystone.db')},
@@ -299,7 +289,7 @@ def zaqar_overrides(keystone_url):
 
 
 def write_tempest_conf(path, workdir, keystone_url):
-    return _write_ini(path, {
+    return base.write_ini(path, {
         'DEFAULT': {'debug': 'False',
                     'log_file': os.path.join(workdir, 'tempest.log')},
         'oslo_concurrency': {'lock_path': os.path.join(workdir, 'locks')},

@@ -315,7 +315,11 @@ def write_zaqar_conf(workdir, redis_uri, port, overrides=None,
                 merged.pop(option, None)
             else:
                 merged[option] = str(value)
-    path = os.path.join(workdir, name)
+    return write_ini(os.path.join(workdir, name), sections)
+
+
+def write_ini(path, sections):
+    """Write ``{section: {option: value}}`` as an ini file; return path."""
     with open(path, 'w') as conf:
         for section, options in sections.items():
             conf.write('[%s]\n' % section)
