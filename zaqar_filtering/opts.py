@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Configuration options: ``[filtering]`` and ``[filtering:mongodb]``.
+"""Configuration options: ``[filtering]``, ``[filtering:mongodb]`` and
+``[filtering:delivery]``.
 
 ``list_opts`` is the ``oslo.config.opts`` entry point, so
 ``oslo-config-generator --namespace zaqar_filtering`` documents them.
@@ -21,9 +22,11 @@ import dataclasses
 from oslo_config import cfg
 
 from zaqar_filtering.policy.limits import Limits
+from zaqar_filtering.policy.retry import RetrySettings
 
 GROUP_NAME = 'filtering'
 MONGODB_GROUP_NAME = 'filtering:mongodb'
+DELIVERY_GROUP_NAME = 'filtering:delivery'
 
 _LIMIT_HELP = {
     'max_tags': 'Most tags (filter_policies) on a subscription or a message.',
@@ -96,6 +99,48 @@ MONGODB_OPTS = [
                  help='Seconds to wait for an answer from MongoDB.'),
 ]
 
+_RETRY_HELP = {
+    'backoff_retries': 'Retries of a failed delivery under the backoff '
+                       'notify strategy before the message is dropped for '
+                       'that subscriber.',
+    'backoff_min_seconds': 'Shortest wait before a backoff retry.',
+    'backoff_max_seconds': 'Longest wait before a backoff retry (each wait '
+                           'is random between the two).',
+    'decay_first_seconds': 'Wait before the first exponential_decay retry; '
+                           'each next wait doubles.',
+    'decay_max_seconds': 'Longest wait between exponential_decay retries; '
+                         'retries go on at this interval until the '
+                         'message\'s lifecycle ends.',
+}
+
+RETRY_OPTS = [
+    (cfg.IntOpt if field.type is int else cfg.FloatOpt)(
+        field.name, default=field.default,
+        min=0 if field.name == 'backoff_retries' else 0.001,
+        help=_RETRY_HELP[field.name])
+    for field in dataclasses.fields(RetrySettings)
+]
+
+LEDGER_OPTS = [
+    cfg.FloatOpt('lifecycle_seconds', default=86400.0, min=1,
+                 help='Seconds from a message\'s publication after which '
+                      'its pending deliveries are dropped (and counted as '
+                      'expired). Retries never extend it.'),
+    cfg.FloatOpt('lease_seconds', default=60.0, min=1,
+                 help='Seconds a delivery process holds a delivery it '
+                      'claimed. If the process dies, another one retries '
+                      'the delivery after this. Must exceed twice '
+                      '[filtering] delivery_timeout_seconds.'),
+    cfg.FloatOpt('poll_seconds', default=1.0, min=0.01,
+                 help='Longest wait of a delivery process between two '
+                      'looks for due deliveries.'),
+    cfg.FloatOpt('report_seconds', default=60.0, min=1,
+                 help='Seconds between the log lines that count '
+                      'deliveries: delivered, retried, dropped, expired.'),
+]
+
+DELIVERY_LEDGER_OPTS = RETRY_OPTS + LEDGER_OPTS
+
 ALL_OPTS = LIMIT_OPTS + CACHE_OPTS + DELIVERY_OPTS + STORE_OPTS
 
 
@@ -103,6 +148,7 @@ def register_opts(conf):
     """Register the ``[filtering]`` options on ``conf``."""
     conf.register_opts(ALL_OPTS, group=GROUP_NAME)
     conf.register_opts(MONGODB_OPTS, group=MONGODB_GROUP_NAME)
+    conf.register_opts(DELIVERY_LEDGER_OPTS, group=DELIVERY_GROUP_NAME)
 
 
 def limits_from_conf(conf):
@@ -112,6 +158,14 @@ def limits_from_conf(conf):
                      for field in dataclasses.fields(Limits)})
 
 
+def retry_settings_from_conf(conf):
+    """Return the :class:`RetrySettings` that ``conf`` sets."""
+    group = conf[DELIVERY_GROUP_NAME]
+    return RetrySettings(**{field.name: group[field.name]
+                            for field in dataclasses.fields(RetrySettings)})
+
+
 def list_opts():
     """Return the options for oslo-config-generator."""
-    return [(GROUP_NAME, ALL_OPTS), (MONGODB_GROUP_NAME, MONGODB_OPTS)]
+    return [(GROUP_NAME, ALL_OPTS), (MONGODB_GROUP_NAME, MONGODB_OPTS),
+            (DELIVERY_GROUP_NAME, DELIVERY_LEDGER_OPTS)]

@@ -367,7 +367,10 @@ class ZaqarServer(Process):
         return self
 
 
-Request = collections.namedtuple('Request', 'path headers body json peer')
+#: A request the receiver got, the status it answered, and when it came
+#: (time.monotonic()).
+Request = collections.namedtuple('Request',
+                                 'path headers body json peer status time')
 
 
 class _ReceiverHandler(http.server.BaseHTTPRequestHandler):
@@ -381,10 +384,15 @@ class _ReceiverHandler(http.server.BaseHTTPRequestHandler):
             document = json.loads(body)
         except ValueError:
             document = None
-        self.server.receiver.record(
-            Request(self.path, dict(self.headers), body, document,
-                    self.client_address))
-        self.send_response(self.server.receiver.status_for(self.path))
+        received = time.monotonic()
+        receiver = self.server.receiver
+        status, delay = receiver.answer_for(self.path, document)
+        if delay:
+            time.sleep(delay)
+        receiver.record(Request(self.path, dict(self.headers), body,
+                                document, self.client_address, status,
+                                received))
+        self.send_response(status)
         self.send_header('Content-Length', '0')
         if self.path.startswith('/close/'):
             self.send_header('Connection', 'close')
@@ -402,9 +410,11 @@ class WebhookReceiver:
 
     It answers 200, or ``<code>`` for paths under ``/status/<code>/``, and
     closes the connection after answering a path under ``/close/``.
+    :meth:`fail` makes it fail on purpose until :meth:`recover`.
     """
 
     def __init__(self):
+        self._failing = {}
         self._requests = []
         self._changed = threading.Condition()
         self._server = http.server.ThreadingHTTPServer(
@@ -431,6 +441,31 @@ class WebhookReceiver:
         self._server.server_close()
         self._thread.join(STOP_TIMEOUT)
 
+    def fail(self, prefix, status=500, when=None, delay=0):
+        """Fail requests under ``/prefix`` until :meth:`recover`.
+
+        :param status: the answer.
+        :param when: fail only the requests whose JSON body it accepts.
+        :param delay: seconds to wait before answering (past the delivery
+            timeout, the request times out).
+        """
+        with self._changed:
+            self._failing['/' + prefix.lstrip('/')] = (status, when, delay)
+
+    def recover(self, prefix):
+        """Answer requests under ``/prefix`` normally again."""
+        with self._changed:
+            self._failing.pop('/' + prefix.lstrip('/'), None)
+
+    def answer_for(self, path, document):
+        """Return the status to answer a request with, and a delay."""
+        with self._changed:
+            failing = list(self._failing.items())
+        for prefix, (status, when, delay) in failing:
+            if path.startswith(prefix) and (when is None or when(document)):
+                return status, delay
+        return self.status_for(path), 0
+
     @staticmethod
     def status_for(path):
         parts = path.split('/')
@@ -443,21 +478,26 @@ class WebhookReceiver:
             self._requests.append(request)
             self._changed.notify_all()
 
-    def requests(self, prefix=''):
-        """Return the requests so far whose path starts with ``/prefix``."""
+    def requests(self, prefix='', status=None):
+        """Return the requests so far whose path starts with ``/prefix``.
+
+        :param status: only those answered with this status.
+        """
         prefix = '/' + prefix.lstrip('/')
         with self._changed:
-            return [r for r in self._requests if r.path.startswith(prefix)]
+            return [r for r in self._requests if r.path.startswith(prefix)
+                    and status in (None, r.status)]
 
-    def wait_for(self, count, prefix='', timeout=WAIT_TIMEOUT):
+    def wait_for(self, count, prefix='', timeout=WAIT_TIMEOUT, status=None):
         """Wait for ``count`` requests under ``/prefix`` and return them.
 
+        :param status: count only those answered with this status.
         :raises AssertionError: if fewer arrive within ``timeout`` seconds.
         """
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
-                found = self.requests(prefix)
+                found = self.requests(prefix, status)
                 if len(found) >= count:
                     return found
                 remaining = deadline - time.monotonic()
@@ -475,6 +515,7 @@ class Client:
     def __init__(self, base_url, project='zaqar-filtering-tests',
                  client_id=None, timeout=WAIT_TIMEOUT):
         self.base_url = base_url.rstrip('/')
+        self.project = project
         self.timeout = timeout
         self.session = requests.Session()
         self.session.headers.update({

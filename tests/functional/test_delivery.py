@@ -142,7 +142,7 @@ from zaqar_filtering.stages import sender
 webhooks = sender.ProcessSender(workers=2, timeout=2)
 webhooks.send([{'id': 's', 'source': 'q', 'subscriber': sys.argv[1],
                 'options': {}}], [{'body': 'from child'}], {})
-print(webhooks._process.pid, flush=True)
+print(webhooks.process.pid, flush=True)
 sys.stdin.readline()
 os._exit(0)
 '''
@@ -165,9 +165,9 @@ class TestDeliveryProcess(unittest.TestCase):
         self.assertEqual({('/batch/%d' % i, body) for i in range(3)
                           for body in 'ab'},
                          {(r.path, r.json['body']) for r in received})
-        process = webhooks._process
+        self.assertTrue(webhooks.process.is_alive())
         webhooks.close()
-        self.assertFalse(process.is_alive())
+        self.assertFalse(webhooks.process.is_alive())
 
     def test_exits_when_the_server_dies(self):
         child = subprocess.Popen(

@@ -20,6 +20,7 @@ import stevedore
 
 from zaqar_filtering import DEFAULT_LIMITS
 from zaqar_filtering import opts
+from zaqar_filtering.policy.retry import RetrySettings
 
 
 class TestOpts(unittest.TestCase):
@@ -35,13 +36,15 @@ class TestOpts(unittest.TestCase):
         manager = stevedore.NamedExtensionManager(
             'oslo.config.opts', names=['zaqar_filtering'],
             invoke_on_load=True)
-        [(group, options), (mongodb, mongodb_options)] = \
-            manager['zaqar_filtering'].obj
+        [(group, options), (mongodb, mongodb_options),
+         (delivery, delivery_options)] = manager['zaqar_filtering'].obj
         self.assertEqual('filtering', group)
         self.assertIs(opts.ALL_OPTS, options)
         self.assertEqual('filtering:mongodb', mongodb)
         self.assertIs(opts.MONGODB_OPTS, mongodb_options)
         self.assertTrue(mongodb_options[0].secret)   # the uri
+        self.assertEqual('filtering:delivery', delivery)
+        self.assertIs(opts.DELIVERY_LEDGER_OPTS, delivery_options)
 
     def test_defaults_are_the_default_limits(self):
         self.assertEqual(DEFAULT_LIMITS, opts.limits_from_conf(self.conf))
@@ -54,6 +57,17 @@ class TestOpts(unittest.TestCase):
     def test_limits_must_be_positive(self):
         self.assertRaises(ValueError, self.config.config, group='filtering',
                           max_tags=0)
+
+    def test_retry_settings_follow_the_configuration(self):
+        self.assertEqual(RetrySettings(),
+                         opts.retry_settings_from_conf(self.conf))
+        self.config.config(group='filtering:delivery', backoff_retries=5,
+                           decay_max_seconds=60)
+        settings = opts.retry_settings_from_conf(self.conf)
+        self.assertEqual((5, 60), (settings.backoff_retries,
+                                   settings.decay_max_seconds))
+        self.assertRaises(ValueError, self.config.config,
+                          group='filtering:delivery', backoff_retries=-1)
 
     def test_sample_config_is_up_to_date(self):
         import io

@@ -10,12 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Zaqar's WSGI transport driver with the filtering messages resource."""
+"""Zaqar's WSGI transport driver with the filtering resources.
+
+The messages collection keeps the message filter fields; a subscription's
+``deliveries`` tell what the delivery ledger holds for it.
+"""
 
 from zaqar.transport.wsgi import driver
 
+from zaqar_filtering.api import deliveries
 from zaqar_filtering.api import messages
 from zaqar_filtering import opts
+from zaqar_filtering import store as policy_store
 
 # The v2 route of the messages collection, as Zaqar declares it
 # (zaqar.transport.wsgi.v2_0.public_endpoints). Adding a route with the
@@ -24,7 +30,7 @@ MESSAGES_ROUTE = '/v2/queues/{queue_name}/messages'
 
 
 class Driver(driver.Driver):
-    """Zaqar's WSGI driver, routing message posts to the filtering resource.
+    """Zaqar's WSGI driver with the filtering resources.
 
     Every other route, the hooks and the middleware (auth, CORS, request
     IDs, profiling) are Zaqar's own.
@@ -44,3 +50,6 @@ class Driver(driver.Driver):
             self._defaults.message_ttl,
             self._encryptor_factory,
             limits=opts.limits_from_conf(self._conf)))
+        self.app.add_route(deliveries.ROUTE, deliveries.DeliveriesResource(
+            storage.subscription_controller,
+            policy_store.shared_store(self._conf).delivery_ledger()))

@@ -18,11 +18,17 @@ Examples::
     zaqar-filtering-manage --config-file /etc/zaqar/zaqar.conf \\
         sync --project 7d3c... --queue orders
     zaqar-filtering-manage --config-file /etc/zaqar/zaqar.conf verify --all
+    zaqar-filtering-manage --config-file /etc/zaqar/zaqar.conf \
+        deliveries --project 7d3c... [--queue orders]
 
 ``sync`` writes every subscription's policy to the store, deletes records
 of subscriptions that are gone, and lands changes left in flight by a
 server process that stopped. ``verify`` only reports: missing, stale and
 orphaned records, and invalid policies; it exits with 1 when it found any.
+``deliveries`` prints, per subscription, the webhook deliveries pending in
+the delivery ledger (waiting or being retried), how many were delivered,
+dropped after their last retry or dropped when their lifecycle ended, and
+the last error.
 """
 
 import datetime
@@ -57,6 +63,14 @@ def _add_commands(subparsers):
                        'subscriptions, without writing.')
     _add_selection(verify)
     verify.set_defaults(run=_verify)
+    deliveries = subparsers.add_parser(
+        'deliveries', help='Show pending webhook deliveries and their last '
+                           'errors, per subscription.')
+    deliveries.add_argument('--project', action='append', default=[],
+                            help='A project (tenant) id; repeat for several. '
+                                 'Every project when not given.')
+    deliveries.add_argument('--queue', help='Only this queue.')
+    deliveries.set_defaults(run=_deliveries)
 
 
 COMMAND = cfg.SubCommandOpt('command', title='Commands',
@@ -151,6 +165,35 @@ def _verify(conf, store, drivers, limits, out):
     out.write('%(missing)d missing, %(stale)d stale, %(orphaned)d orphaned, '
               '%(invalid)d invalid\n' % counts)
     return 1 if any(counts.values()) else 0
+
+
+def _deliveries(conf, store, drivers, limits, out):
+    ledger = store.delivery_ledger()
+    if ledger is None:
+        raise ValueError('policy_store = %s keeps no delivery ledger in this '
+                         'deployment: webhook retries are not recorded'
+                         % store.name)
+    args = conf.command
+    found = []
+    for project in args.project or [None]:
+        found += ledger.stats(project, args.queue)
+    out.write('%-24s %-24s %-26s %7s %8s %9s %7s %7s  %s\n' % (
+        'project', 'queue', 'subscription', 'pending', 'retrying',
+        'delivered', 'dropped', 'expired', 'last error'))
+    for stats in found:
+        when = ''
+        if stats.last_error_at is not None:
+            when = datetime.datetime.fromtimestamp(
+                stats.last_error_at, datetime.timezone.utc).strftime(
+                    ' at %Y-%m-%dT%H:%M:%SZ')
+        out.write('%-24s %-24s %-26s %7d %8d %9d %7d %7d  %s\n' % (
+            stats.project or '-', stats.queue, stats.subscription_id,
+            stats.pending, stats.retrying, stats.delivered, stats.dropped,
+            stats.expired, (stats.last_error or '-') + when))
+    out.write('%d subscriptions, %d deliveries pending, %d retrying\n'
+              % (len(found), sum(s.pending for s in found),
+                 sum(s.retrying for s in found)))
+    return 0
 
 
 def main(argv=None, out=sys.stdout, conf=None):

@@ -24,6 +24,7 @@ from zaqar_filtering.policy import attributes
 from zaqar_filtering.policy import binding_key
 from zaqar_filtering.policy.errors import InvalidPolicy
 from zaqar_filtering.policy.limits import DEFAULT_LIMITS
+from zaqar_filtering.policy import retry
 from zaqar_filtering.policy import tags
 from zaqar_filtering.policy import values as v
 
@@ -101,7 +102,9 @@ def parse_options(options, limits=DEFAULT_LIMITS):
 def validate_options(options, limits=DEFAULT_LIMITS):
     """Validate a subscription's options and return them normalized.
 
-    Options other than the filter options are returned untouched. Tags and
+    The ``notify_strategy`` of ``_retry_policy`` is checked too (see
+    :mod:`zaqar_filtering.policy.retry`). Options other than the filter
+    options are returned untouched. Tags and
     binding keys become sorted lists of distinct values; an empty or null
     filter option is dropped, as it means "no filter".
 
@@ -111,6 +114,7 @@ def validate_options(options, limits=DEFAULT_LIMITS):
     :raises InvalidPolicy: naming the option, the value and the rule.
     """
     policy = parse_options(options, limits)
+    retry.validate_retry_policy((options or {}).get(retry.OPTION))
     normalized = {key: value for key, value in (options or {}).items()
                   if key not in OPTIONS}
     if policy.tags is not None:

@@ -15,7 +15,8 @@
 It replaces Zaqar's stock notifier (``zaqar.notification.notifier``): for
 every post it asks the queue's cached :class:`Matcher` which subscriptions
 receive which messages, and hands each subscription only its messages
-over for delivery: webhooks to a separate delivery process, mailto and
+over for delivery: webhooks through the durable delivery ledger to a
+separate delivery process (:mod:`zaqar_filtering.delivery`), mailto and
 trust+ to Zaqar's own tasks (see :mod:`zaqar_filtering.stages.sender`). A
 subscription without filter policies gets every message, as with the stock
 notifier. Delivered notifications carry the messages' filter fields.
@@ -27,6 +28,7 @@ message makes Zaqar answer 400 and store nothing.
 from concurrent import futures
 import itertools
 import logging as std_logging
+import threading
 import time
 
 from oslo_config import cfg
@@ -35,6 +37,7 @@ import stevedore
 from zaqar.storage import pooling
 from zaqar.transport import validation
 
+from zaqar_filtering.delivery import process
 from zaqar_filtering import InvalidPolicy
 from zaqar_filtering import opts
 from zaqar_filtering.policy.message import with_body_fields
@@ -80,13 +83,13 @@ class NotifierStage:
         opts.register_opts(self._conf)
         group = self._conf[opts.GROUP_NAME]
         self._limits = opts.limits_from_conf(self._conf)
+        store = store or policy_store.shared_store(self._conf)
         self._cache = MatcherCache(subscription_controller, self._limits,
-                                   group.matcher_cache_seconds,
-                                   store or policy_store.shared_store(
-                                       self._conf))
+                                   group.matcher_cache_seconds, store)
         if senders is None:
             senders = _default_senders(self._conf, max_notifier_workers,
-                                       group.delivery_timeout_seconds)
+                                       group.delivery_timeout_seconds, store,
+                                       start=not self._pooled)
         self._senders = senders
 
     def post(self, queue_name, messages, client_uuid, project=None):
@@ -131,7 +134,7 @@ class NotifierStage:
             self._senders[scheme].send(
                 subscriptions,
                 [n for i, n in enumerate(notifications) if mask >> i & 1],
-                retry_policy)
+                retry_policy, project=project)
         return None
 
     def _with_body_fields(self, messages):
@@ -168,14 +171,51 @@ def _some(ids, most=20):
     return ', '.join(shown) + (' and %d more' % more if more else '')
 
 
-def _default_senders(conf, workers, timeout):
-    """Webhooks to a delivery process, other schemes to Zaqar's tasks."""
+def _default_senders(conf, workers, timeout, store, start):
+    """Webhooks to a delivery process, other schemes to Zaqar's tasks.
+
+    :param start: start the delivery process now, so that it resumes the
+        retries pending in the delivery ledger.
+    """
     executor = futures.ThreadPoolExecutor(max_workers=workers)
     senders = {name: sender.ThreadSender(task, executor, conf)
                for name, task in _load_tasks().items()}
-    webhooks = sender.ProcessSender(workers, timeout)
+    webhooks = _webhook_sender(conf, workers, timeout, store)
+    if start and isinstance(webhooks, sender.LedgerSender):
+        webhooks.start()
     senders.update(http=webhooks, https=webhooks)
     return senders
+
+
+_WEBHOOK_SENDERS = {}
+_WEBHOOK_SENDERS_LOCK = threading.Lock()
+
+
+def _webhook_sender(conf, workers, timeout, store):
+    """Return this process's webhook sender for ``conf``.
+
+    Through the delivery ledger when the store keeps one; one per process,
+    so that the stages of several pools share a delivery process.
+    """
+    with _WEBHOOK_SENDERS_LOCK:
+        found = _WEBHOOK_SENDERS.get(id(conf))
+        if found is not None:
+            return found
+        ledger = store.delivery_ledger()
+        if ledger is None:
+            LOG.warning('The %s policy store keeps no delivery ledger here: '
+                        'webhook retries are sleeps in the delivery process, '
+                        'lost if it stops, and follow Zaqar\'s retry policy '
+                        'only.', store.name)
+            found = sender.ProcessSender(workers, timeout)
+        else:
+            process.check_lease(conf)
+            found = sender.LedgerSender(
+                ledger, sender.DeliveryProcess(
+                    process.serve, (process.config_args(conf), workers)),
+                conf[opts.DELIVERY_GROUP_NAME].lifecycle_seconds)
+        _WEBHOOK_SENDERS[id(conf)] = found
+        return found
 
 
 def _load_tasks():

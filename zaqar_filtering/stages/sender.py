@@ -14,8 +14,11 @@
 
 Webhooks go to a separate delivery process: delivery threads in the API
 server's process would compete with its request thread for the GIL and
-slow every request down as the fan-out grows. A post hands it one batch:
-the matching subscriptions that get the same messages, with those messages.
+slow every request down as the fan-out grows. When the policy store keeps
+a delivery ledger, a post records its deliveries there and wakes the
+process up (:class:`LedgerSender`, :mod:`zaqar_filtering.delivery`);
+otherwise it hands the process one batch: the matching subscriptions that
+get the same messages, with those messages (:class:`ProcessSender`).
 Other schemes (mailto, trust+) run Zaqar's own tasks on a thread pool, as
 the stock notifier does.
 """
@@ -26,9 +29,14 @@ import os
 import queue as queue_module
 import sys
 import threading
+import time
 
 from concurrent import futures
 from oslo_log import log as logging
+
+from zaqar_filtering.delivery import ledger
+from zaqar_filtering.policy import retry
+from zaqar_filtering.stages import webhook
 
 LOG = logging.getLogger(__name__)
 
@@ -50,7 +58,7 @@ class ThreadSender:
         self._executor = executor
         self._conf = conf
 
-    def send(self, subscriptions, notifications, retry_policy):
+    def send(self, subscriptions, notifications, retry_policy, project=None):
         """Start delivering the notifications to each subscription."""
         for subscription in subscriptions:
             # Zaqar's tasks add fields to the messages they send.
@@ -60,16 +68,17 @@ class ThreadSender:
                                   queue_retry_policy=retry_policy)
 
 
-class ProcessSender:
-    """Runs webhook deliveries in a delivery process started on first use.
+class DeliveryProcess:
+    """This server's delivery process, started on first use.
 
-    :param workers: delivery threads in that process.
-    :param timeout: seconds each request may wait (connect, then answer).
+    :param target: its main function; called with a
+        ``multiprocessing.Queue`` of work, then ``args``, then this
+        process's pid (it exits once that process is gone).
     """
 
-    def __init__(self, workers, timeout):
-        self._workers = workers
-        self._timeout = timeout
+    def __init__(self, target, args):
+        self._target = target
+        self._args = tuple(args)
         self._context = multiprocessing.get_context('spawn')
         python = _python()
         if python != sys.executable:
@@ -79,34 +88,126 @@ class ProcessSender:
         self._process = None
         self._queue = None
 
-    def send(self, subscriptions, notifications, retry_policy):
-        """Queue the notifications for each subscription."""
+    def put(self, item):
+        """Hand ``item`` over, starting the process if it is not running."""
         with self._lock:
-            if self._process is None or not self._process.is_alive():
-                self._start()
-            self._queue.put((subscriptions, notifications, retry_policy))
+            self._ensure_started()
+            self._queue.put(item)
+
+    def start(self):
+        """Start the process now if it is not running."""
+        with self._lock:
+            self._ensure_started()
+
+    @property
+    def pid(self):
+        """The process's pid, or None before it started."""
+        return self._process.pid if self._process is not None else None
+
+    def is_alive(self):
+        """Return whether the process is running."""
+        return self._process is not None and self._process.is_alive()
 
     def close(self):
-        """Let the delivery process finish its work and exit."""
+        """Let the process finish its work and exit."""
         with self._lock:
             if self._process is not None and self._process.is_alive():
                 self._queue.put(None)
                 self._process.join()
             self._process = None
 
-    def _start(self):
+    def _ensure_started(self):
+        if self._process is not None and self._process.is_alive():
+            return
         if self._process is not None:
             LOG.error('The webhook delivery process %d exited with code %s; '
                       'starting a new one', self._process.pid,
                       self._process.exitcode)
         self._queue = self._context.Queue()
         self._process = self._context.Process(
-            target=serve, args=(self._queue, self._workers, self._timeout,
-                                os.getpid()),
+            target=self._target,
+            args=(self._queue,) + self._args + (os.getpid(),),
             name='zaqar-filtering-webhooks', daemon=True)
         self._process.start()
         LOG.info('Started the webhook delivery process %d',
                  self._process.pid)
+
+
+class ProcessSender:
+    """Runs webhook deliveries in a delivery process, without a ledger.
+
+    For stores that keep no delivery ledger: retries are sleeps in the
+    delivery process, lost if it stops.
+
+    :param workers: delivery threads in that process.
+    :param timeout: seconds each request may wait (connect, then answer).
+    """
+
+    def __init__(self, workers, timeout):
+        #: The :class:`DeliveryProcess`.
+        self.process = DeliveryProcess(serve, (workers, timeout))
+
+    def send(self, subscriptions, notifications, retry_policy, project=None):
+        """Queue the notifications for each subscription."""
+        self.process.put((subscriptions, notifications, retry_policy))
+
+    def close(self):
+        """Let the delivery process finish its work and exit."""
+        self.process.close()
+
+
+class LedgerSender:
+    """Records webhook deliveries in the ledger for the delivery process.
+
+    A post returns once its deliveries are recorded: from then on a
+    restart loses none of them.
+
+    :param ledger: a :class:`~zaqar_filtering.delivery.ledger.Ledger`.
+    :param process: the :class:`DeliveryProcess` that posts them, woken
+        up for each batch.
+    :param lifecycle_seconds: how long after its publication a message
+        may still be delivered.
+    """
+
+    #: What wakes the delivery process up.
+    WAKE = 'wake'
+
+    def __init__(self, ledger, process, lifecycle_seconds):
+        self._ledger = ledger
+        #: The :class:`DeliveryProcess`.
+        self.process = process
+        self._lifecycle = lifecycle_seconds
+
+    def send(self, subscriptions, notifications, retry_policy, project=None):
+        """Record a delivery of each notification to each subscription."""
+        now = time.time()
+        batch = []
+        for subscription in subscriptions:
+            options = subscription['options'] or {}
+            policy = retry.effective_policy(options.get(retry.OPTION),
+                                            retry_policy)
+            bodies = []
+            for notification in notifications:
+                body, headers = webhook.payload(subscription, notification)
+                bodies.append(body)
+            batch.append(ledger.NewDelivery(
+                project=project,
+                queue=subscription['source'],
+                subscription_id=str(subscription['id']),
+                subscriber=subscription['subscriber'], headers=headers,
+                strategy=retry.strategy_of(policy), policy=policy,
+                published=now, deadline=now + self._lifecycle,
+                bodies=tuple(bodies)))
+        self._ledger.enqueue_many(batch)
+        self.process.put(self.WAKE)
+
+    def start(self):
+        """Start the delivery process now (it resumes pending retries)."""
+        self.process.start()
+
+    def close(self):
+        """Let the delivery process finish its work and exit."""
+        self.process.close()
 
 
 def _python():
@@ -123,14 +224,12 @@ def _python():
 def serve(work, workers, timeout, parent_pid):
     """Deliver batches until told to stop or until the server is gone.
 
-    This is the main function of the delivery process.
+    The main function of the delivery process of a :class:`ProcessSender`.
     """
-    from zaqar_filtering.stages.webhook import WebhookTask
-
     std_logging.basicConfig(
         level=std_logging.INFO,
         format='%(asctime)s %(process)d %(levelname)s %(name)s %(message)s')
-    task = WebhookTask(timeout)
+    task = webhook.load_tasks(timeout)
     executor = futures.ThreadPoolExecutor(max_workers=workers)
     while True:
         try:

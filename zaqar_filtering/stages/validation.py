@@ -63,6 +63,15 @@ class ValidationStage:
 
     def delete(self, queue, subscription_id, project=None):
         self._changing(project, queue)
+        ledger = self._store.delivery_ledger()
+        if ledger is not None:
+            # Its pending deliveries go with it.
+            dropped = ledger.forget(project, queue, subscription_id)
+            if dropped:
+                LOG.info('Dropped %(count)d pending deliveries of the '
+                         'deleted subscription %(id)s of queue %(queue)s',
+                         {'count': dropped, 'id': subscription_id,
+                          'queue': queue})
 
     def confirm(self, queue, subscription_id, project=None, confirmed=True):
         self._changing(project, queue)

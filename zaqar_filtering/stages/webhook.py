@@ -12,6 +12,12 @@
 
 """Webhook delivery with keep-alive connections and timeouts.
 
+Registered as the ``http`` and ``https`` tasks of the
+``zaqar_filtering.notification.tasks`` namespace. :meth:`WebhookTask.
+attempt` posts once and counts any non-2xx answer as a failure; the
+delivery ledger's dispatcher retries per the subscription's notify
+strategy (:mod:`zaqar_filtering.delivery`).
+
 Zaqar's own webhook task posts with a new connection and no timeout for
 every message, and mutates the messages it sends. This task keeps its
 retry schedule (the subscription's or the queue's ``_retry_policy``) and
@@ -32,9 +38,13 @@ from urllib import parse as urllib_parse
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
+import stevedore
 from zaqar.notification.tasks import webhook
 
 LOG = logging.getLogger(__name__)
+
+#: Our delivery tasks, by URI scheme.
+TASKS_NAMESPACE = 'zaqar_filtering.notification.tasks'
 
 #: Open connections each delivery thread keeps, least recently used first
 #: to go.
@@ -44,6 +54,22 @@ CONNECTIONS_PER_THREAD = 32
 # like this on its next request; it is retried once on a new connection.
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError,
           ConnectionResetError)
+
+
+def payload(subscription, message, headers=None):
+    """Return the request body and headers that deliver ``message``.
+
+    As Zaqar's task builds them: the message with its ``queue_name``, put
+    in the subscription's ``post_data`` template if it has one, and the
+    subscription's ``post_headers`` over ``headers``.
+    """
+    options = subscription['options'] or {}
+    headers = dict(headers or {'Content-Type': 'application/json'})
+    headers.update(options.get('post_headers', {}))
+    data = jsonutils.dumps(dict(message, queue_name=subscription['source']))
+    if 'post_data' in options:
+        data = options['post_data'].replace('"$zaqar_message$"', data)
+    return data, headers
 
 
 class WebhookTask(webhook.WebhookTask):
@@ -58,21 +84,30 @@ class WebhookTask(webhook.WebhookTask):
         self._tls = ssl.create_default_context()
 
     def execute(self, subscription, messages, headers=None, **kwargs):
-        """Post each message; retry per the retry policy on failure."""
-        headers = dict(headers or {'Content-Type': 'application/json'})
+        """Post each message; retry per the retry policy on failure.
+
+        This is Zaqar's task interface, for deployments whose store keeps
+        no delivery ledger: the retries are sleeps in this thread.
+        """
         options = subscription['options'] or {}
-        headers.update(options.get('post_headers', {}))
         for message in messages:
-            message = dict(message, queue_name=subscription['source'])
-            data = jsonutils.dumps(message)
-            if 'post_data' in options:
-                data = options['post_data'].replace('"$zaqar_message$"',
-                                                    data)
-            if not self._post(subscription['subscriber'], data, headers,
-                              retried=False):
+            data, post_headers = payload(subscription, message, headers)
+            if not self._post(subscription['subscriber'], data,
+                              post_headers, retried=False):
                 self._retry_post(options.get('_retry_policy', {}),
                                  kwargs.get('queue_retry_policy') or {},
-                                 subscription['subscriber'], data, headers)
+                                 subscription['subscriber'], data,
+                                 post_headers)
+
+    def attempt(self, subscriber, data, headers):
+        """Post once; return None on a 2xx answer, else what went wrong."""
+        try:
+            status = self._request(subscriber, data.encode('utf-8'), headers)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            return '%s: %s' % (type(exc).__name__, exc or repr(exc))
+        if 200 <= status < 300:
+            return None
+        return 'HTTP %d' % status
 
     def _post_request_success(self, subscriber, data, headers):
         # Called by the inherited retry schedule.
@@ -153,3 +188,49 @@ class WebhookTask(webhook.WebhookTask):
         connection = self._local.connections.pop(key, None)
         if connection is not None:
             connection.close()
+
+
+class SchemeTasks:
+    """The tasks of :data:`TASKS_NAMESPACE`, each for its URI scheme."""
+
+    def __init__(self, tasks):
+        self._tasks = tasks
+
+    def _task(self, subscriber):
+        scheme = urllib_parse.urlsplit(subscriber).scheme
+        try:
+            return self._tasks[scheme]
+        except KeyError:
+            raise ValueError('no delivery task for the scheme %r of %s in '
+                             '%s' % (scheme, subscriber, TASKS_NAMESPACE))
+
+    def attempt(self, subscriber, data, headers):
+        """Post once with the subscriber's task (see WebhookTask.attempt)."""
+        try:
+            task = self._task(subscriber)
+        except ValueError as exc:
+            return str(exc)
+        return task.attempt(subscriber, data, headers)
+
+    def execute(self, subscription, messages, **kwargs):
+        """Deliver with retries (see WebhookTask.execute)."""
+        self._task(subscription['subscriber']).execute(subscription,
+                                                       messages, **kwargs)
+
+
+def load_tasks(timeout):
+    """Load our delivery tasks once, as a :class:`SchemeTasks`."""
+    manager = stevedore.ExtensionManager(
+        TASKS_NAMESPACE, invoke_on_load=True, invoke_kwds={'timeout': timeout},
+        on_load_failure_callback=_task_failed)
+    if not manager.names():
+        raise RuntimeError('No delivery task found in the entry point '
+                           'namespace %s: is zaqar-filtering installed?'
+                           % TASKS_NAMESPACE)
+    return SchemeTasks({extension.name: extension.obj
+                        for extension in manager})
+
+
+def _task_failed(manager, entry_point, exc):
+    raise RuntimeError('Cannot load the delivery task %s of %s: %s'
+                       % (entry_point.name, TASKS_NAMESPACE, exc)) from exc

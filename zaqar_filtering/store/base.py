@@ -100,5 +100,14 @@ class PolicyStore(abc.ABC):
         :param project: only this project's queues when given.
         """
 
+    def delivery_ledger(self):
+        """Return the ledger of pending webhook deliveries, or None.
+
+        A :class:`~zaqar_filtering.delivery.ledger.Ledger` kept beside this
+        store; None when this deployment gives it no place shared by every
+        server process.
+        """
+        return None
+
     def close(self):
         """Release connections."""

@@ -13,18 +13,21 @@
 """The ``subscriptions`` policy store (the default): nothing extra to run.
 
 The policies are the options of Zaqar's own subscriptions, so there are no
-records to keep. The per-queue versions live beside the subscriptions, in
-Zaqar's message store: a redis key per queue, or a document per queue in
-the MongoDB subscriptions database. Other back ends (swift) and pooled
-deployments give no such shared place: there a change made through one
-server process reaches the others within ``[filtering]
-matcher_cache_seconds``; use the ``mongodb`` store to make it immediate.
+records to keep. The per-queue versions and the webhook delivery ledger
+live beside the subscriptions, in Zaqar's message store: redis keys, or
+collections of the MongoDB subscriptions database. Other back ends (swift)
+and pooled deployments give no such shared place: there a change made
+through one server process reaches the others within ``[filtering]
+matcher_cache_seconds``, and webhook retries are not durable; use the
+``mongodb`` store to make both so.
 """
 
 import threading
 
 from oslo_log import log as logging
 
+from zaqar_filtering.delivery.mongo_ledger import MongoLedger
+from zaqar_filtering.delivery.redis_ledger import RedisLedger
 from zaqar_filtering.store.base import PolicyStore
 from zaqar_filtering.store.base import WriteResult
 from zaqar_filtering.store import versions
@@ -51,13 +54,19 @@ class SubscriptionsStore(PolicyStore):
         self._conf = conf
         self._driver = data_driver
         self._counter = None
+        self._ledger = None
         self._lock = threading.Lock()
 
     def _versions(self):
         with self._lock:
             if self._counter is None:
-                self._counter = _counter_for(self._conf, self._driver)
+                self._counter, self._ledger = _places_for(self._conf,
+                                                          self._driver)
             return self._counter
+
+    def delivery_ledger(self):
+        self._versions()
+        return self._ledger or None
 
     def version(self, project, queue):
         counter = self._versions()
@@ -85,25 +94,30 @@ class SubscriptionsStore(PolicyStore):
         return iter(())
 
 
-def _counter_for(conf, driver):
+def _places_for(conf, driver):
+    """Return the queue versions and the delivery ledger, or False, False."""
     if conf.pooling:
         LOG.warning('Pooling is enabled: the subscriptions policy store has '
                     'no place shared by every pool, so a change reaches '
                     'other server processes within [filtering] '
                     'matcher_cache_seconds. Use policy_store = mongodb to '
-                    'make it immediate.')
-        return False
+                    'make it immediate, and to keep webhook retries in a '
+                    'durable delivery ledger.')
+        return False, False
     backend = conf['drivers'].message_store
     if backend not in ('redis', 'mongodb'):
         LOG.warning('The %s message store gives the subscriptions policy '
                     'store no place for queue versions, so a change reaches '
                     'other server processes within [filtering] '
                     'matcher_cache_seconds. Use policy_store = mongodb to '
-                    'make it immediate.', backend)
-        return False
+                    'make it immediate, and to keep webhook retries in a '
+                    'durable delivery ledger.', backend)
+        return False, False
     if driver is None:
         driver = zaqar_storage.data_driver(conf)
     if backend == 'redis':
-        return versions.RedisVersions(driver.connection)
-    return versions.MongoVersions(
-        driver.subscriptions_database[VERSIONS_COLLECTION])
+        return (versions.RedisVersions(driver.connection),
+                RedisLedger(driver.connection))
+    database = driver.subscriptions_database
+    return (versions.MongoVersions(database[VERSIONS_COLLECTION]),
+            MongoLedger(database, 'delivery ledger (Zaqar\'s mongodb)'))

@@ -33,6 +33,7 @@ from oslo_log import log as logging
 import pymongo
 from pymongo import errors as mongo_errors
 
+from zaqar_filtering.delivery.mongo_ledger import MongoLedger
 from zaqar_filtering import opts
 from zaqar_filtering.store.base import PolicyStore
 from zaqar_filtering.store.base import StoreUnavailable
@@ -90,6 +91,7 @@ class MongoStore(PolicyStore):
         self._policies = database[group.collection]
         self._versions = versions.MongoVersions(
             database[group.versions_collection], self.name)
+        self._ledger = MongoLedger(database, 'delivery ledger (mongodb)')
         self._indexed = False
 
     @classmethod
@@ -115,6 +117,9 @@ class MongoStore(PolicyStore):
         self._policies.create_index('expires', name=EXPIRES_INDEX_NAME,
                                     expireAfterSeconds=0)
         self._indexed = True
+
+    def delivery_ledger(self):
+        return self._ledger
 
     def version(self, project, queue):
         return self._versions.get(project, queue)

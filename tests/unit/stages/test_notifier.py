@@ -36,7 +36,7 @@ class RecordingSender:
     def __init__(self):
         self.calls = []
 
-    def send(self, subscriptions, messages, retry_policy):
+    def send(self, subscriptions, messages, retry_policy, project=None):
         for subscription in subscriptions:
             self.calls.append((subscription['id'], messages, retry_policy))
 

@@ -1,0 +1,53 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The redis delivery ledger against a real redis-server."""
+
+import shutil
+import socket
+import tempfile
+import unittest
+
+import redis
+
+from tests.functional import base
+from tests import ledger_contract
+from zaqar_filtering.delivery.redis_ledger import RedisLedger
+from zaqar_filtering.store.base import StoreUnavailable
+
+
+class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.workdir = tempfile.mkdtemp(prefix='zaqar-filtering-ledger-')
+        cls.addClassCleanup(shutil.rmtree, cls.workdir, ignore_errors=True)
+        cls.redis = base.RedisServer(cls.workdir)
+        cls.addClassCleanup(cls.redis.stop)
+        cls.redis.start()
+
+    def make_ledger(self):
+        client = redis.Redis(host=base.HOST, port=self.redis.port)
+        client.flushall()
+        self.addCleanup(client.close)
+        return RedisLedger(client)
+
+    def test_unreachable_redis_is_store_unavailable(self):
+        with socket.socket() as sock:
+            sock.bind((base.HOST, 0))
+            port = sock.getsockname()[1]
+        ledger = RedisLedger(redis.Redis(host=base.HOST, port=port,
+                                         socket_connect_timeout=0.5))
+        with self.assertRaises(StoreUnavailable) as caught:
+            ledger.enqueue(ledger_contract.new())
+        self.assertIn('delivery ledger (redis)', str(caught.exception))

@@ -1,0 +1,222 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What every delivery ledger does, as a mixin of test cases.
+
+A test class mixes it into ``unittest.TestCase`` and defines
+``make_ledger()``, returning an empty ledger. Times are plain numbers: the
+ledger only compares them.
+"""
+
+from zaqar_filtering.delivery import ledger as base
+from zaqar_filtering.policy import retry
+
+NOW = 1000000.0
+LEASE = 30.0
+
+
+def new(sub='s1', strategy=retry.EXPONENTIAL_DECAY, bodies=('m1',),
+        queue='q', project='p', published=NOW, lifecycle=86400.0,
+        policy=None):
+    return base.NewDelivery(
+        project=project, queue=queue, subscription_id=sub,
+        subscriber='http://127.0.0.1:1/%s' % sub,
+        headers={'Content-Type': 'application/json'}, strategy=strategy,
+        policy=policy or {}, published=published,
+        deadline=published + lifecycle, bodies=tuple(bodies))
+
+
+class LedgerContract:
+    """Test cases for a :class:`~zaqar_filtering.delivery.ledger.Ledger`."""
+
+    def make_ledger(self):
+        raise NotImplementedError
+
+    def setUp(self):
+        super().setUp()
+        self.ledger = self.make_ledger()
+
+    def claim(self, now=NOW, limit=100):
+        return self.ledger.claim(now, limit, LEASE)
+
+    def bodies(self, deliveries):
+        return sorted(d.body for d in deliveries)
+
+    def test_enqueued_deliveries_are_claimed_with_their_fields(self):
+        self.ledger.enqueue(new(bodies=('a', 'b'), project=None,
+                                policy={'retries_with_no_delay': 1},
+                                strategy=retry.ZAQAR))
+        claimed = self.claim()
+        self.assertEqual(['a', 'b'], [d.body for d in claimed])
+        first = claimed[0]
+        self.assertIsNone(first.project)
+        self.assertEqual(('q', 's1', 'http://127.0.0.1:1/s1'),
+                         (first.queue, first.subscription_id,
+                          first.subscriber))
+        self.assertEqual({'Content-Type': 'application/json'}, first.headers)
+        self.assertEqual({'retries_with_no_delay': 1}, first.policy)
+        self.assertEqual((NOW, NOW + 86400.0, 0, retry.ZAQAR),
+                         (first.published, first.deadline, first.attempts,
+                          first.strategy))
+        self.assertLess(claimed[0].id, claimed[1].id)
+
+    def test_claimed_deliveries_are_leased(self):
+        self.ledger.enqueue(new(bodies=('a',)))
+        [first] = self.claim()
+        self.assertEqual([], self.claim(NOW + LEASE - 1))
+        # The lease ended: the holder is presumed dead.
+        [again] = self.claim(NOW + LEASE + 1)
+        self.assertEqual(first.id, again.id)
+        self.assertNotEqual(first.token, again.token)
+        # The first holder can no longer record anything.
+        self.assertFalse(self.ledger.finish(first, base.DELIVERED, None,
+                                            NOW + LEASE + 2))
+        self.assertFalse(self.ledger.retry(first, NOW + 100, 'HTTP 500',
+                                           NOW + LEASE + 2))
+        self.assertTrue(self.ledger.finish(again, base.DELIVERED, None,
+                                           NOW + LEASE + 2))
+        self.assertEqual([], self.claim(NOW + 10 * LEASE))
+
+    def test_claim_respects_limit_and_due_time(self):
+        self.ledger.enqueue(new(bodies=('a', 'b', 'c')))
+        self.assertEqual([], self.claim(NOW - 1))
+        self.assertEqual(2, len(self.claim(limit=2)))
+        self.assertEqual(['c'], self.bodies(self.claim()))
+
+    def test_retry_makes_due_later_and_counts(self):
+        self.ledger.enqueue(new(bodies=('a',)))
+        [delivery] = self.claim()
+        self.assertTrue(self.ledger.retry(delivery, NOW + 5, 'HTTP 500',
+                                          NOW + 1))
+        self.assertEqual(NOW + 5, self.ledger.next_due())
+        self.assertEqual([], self.claim(NOW + 4))
+        [again] = self.claim(NOW + 5)
+        self.assertEqual(1, again.attempts)
+        [stats] = self.ledger.stats()
+        self.assertEqual((1, 1, 'HTTP 500', NOW + 1),
+                         (stats.pending, stats.retrying, stats.last_error,
+                          stats.last_error_at))
+
+    def test_finish_counts_outcomes_and_stats_select(self):
+        self.ledger.enqueue(new('s1', bodies=('a', 'b', 'c')))
+        self.ledger.enqueue(new('s2', queue='other', bodies=('d',)))
+        a, b, c, d = self.claim()
+        self.ledger.finish(a, base.DELIVERED, None, NOW)
+        self.ledger.finish(b, base.DROPPED, 'HTTP 503', NOW + 2)
+        self.ledger.finish(c, base.EXPIRED, 'HTTP 504', NOW + 3)
+        stats = {s.subscription_id: s for s in self.ledger.stats()}
+        self.assertEqual((0, 0, 1, 1, 1, 'HTTP 504', 'http://127.0.0.1:1/s1'),
+                         (stats['s1'].pending, stats['s1'].retrying,
+                          stats['s1'].delivered, stats['s1'].dropped,
+                          stats['s1'].expired, stats['s1'].last_error,
+                          stats['s1'].subscriber))
+        self.assertEqual(1, stats['s2'].pending)
+        self.assertEqual(['s2'], [s.subscription_id for s in
+                                  self.ledger.stats('p', 'other')])
+        self.assertEqual(['s1'], [s.subscription_id for s in
+                                  self.ledger.stats('p', 'q', 's1')])
+        self.assertEqual([], self.ledger.stats('another-project'))
+        self.assertRaises(ValueError, self.ledger.finish, d, 'lost', None,
+                          NOW)
+
+    def test_backoff_hands_out_one_at_a_time_in_order(self):
+        self.ledger.enqueue(new(strategy=retry.BACKOFF, bodies=('a', 'b')))
+        self.ledger.enqueue(new(strategy=retry.BACKOFF, bodies=('c',)))
+        [a] = self.claim()
+        self.assertEqual('a', a.body)
+        self.assertEqual([], self.claim())
+        self.ledger.retry(a, NOW + 10, 'HTTP 500', NOW)
+        # b and c wait behind the retried a.
+        self.assertEqual([], self.claim(NOW + 5))
+        [a] = self.claim(NOW + 10)
+        self.ledger.finish(a, base.DROPPED, 'HTTP 500', NOW + 10)
+        [b] = self.claim(NOW + 10)
+        self.assertEqual('b', b.body)
+        self.ledger.finish(b, base.DELIVERED, None, NOW + 11)
+        [c] = self.claim(NOW + 11)
+        self.assertEqual('c', c.body)
+
+    def test_backoff_subscribers_do_not_wait_for_each_other(self):
+        self.ledger.enqueue(new('s1', strategy=retry.BACKOFF,
+                                bodies=('a', 'b')))
+        self.ledger.enqueue(new('s2', strategy=retry.BACKOFF,
+                                bodies=('c', 'd')))
+        self.assertEqual(['a', 'c'], self.bodies(self.claim()))
+
+    def test_exponential_decay_blocks_after_a_failed_retry(self):
+        self.ledger.enqueue(new(bodies=('a', 'b', 'c')))
+        a, b, c = self.claim()
+        self.ledger.finish(b, base.DELIVERED, None, NOW)
+        # A first failure does not block.
+        self.ledger.retry(a, NOW + 1, 'HTTP 500', NOW)
+        self.ledger.enqueue(new(bodies=('d',), published=NOW))
+        [d] = self.claim()
+        self.ledger.finish(d, base.DELIVERED, None, NOW)
+        [a] = self.claim(NOW + 1)
+        # The retry fails again: the subscriber's later messages wait.
+        self.ledger.retry(a, NOW + 3, 'HTTP 500', NOW + 1)
+        self.ledger.retry(c, NOW + 2, 'HTTP 500', NOW + 1)
+        self.ledger.enqueue(new(bodies=('e',), published=NOW + 2))
+        self.assertEqual([], self.claim(NOW + 2))
+        [a] = self.claim(NOW + 3)
+        self.assertEqual('a', a.body)
+        [stats] = self.ledger.stats()
+        self.assertEqual((3, 2), (stats.pending, stats.retrying))
+        # It goes through: the waiting ones go, concurrently.
+        self.ledger.finish(a, base.DELIVERED, None, NOW + 3)
+        self.assertEqual(['c', 'e'], self.bodies(self.claim(NOW + 3)))
+
+    def test_other_subscribers_are_not_blocked(self):
+        self.ledger.enqueue(new('s1', bodies=('a',)))
+        [a] = self.claim()
+        self.ledger.retry(a, NOW + 1, 'HTTP 500', NOW)
+        [a] = self.claim(NOW + 1)
+        self.ledger.retry(a, NOW + 100, 'HTTP 500', NOW + 1)
+        self.ledger.enqueue(new('s1', bodies=('b',), published=NOW + 2))
+        self.ledger.enqueue(new('s2', bodies=('c',), published=NOW + 2))
+        self.assertEqual(['c'], self.bodies(self.claim(NOW + 2)))
+
+    def test_a_dropped_blocker_unblocks(self):
+        self.ledger.enqueue(new(bodies=('a', 'b')))
+        a, b = self.claim()
+        self.ledger.retry(a, NOW + 1, 'HTTP 500', NOW)
+        self.ledger.retry(b, NOW + 1, 'HTTP 500', NOW)
+        [a, b] = self.claim(NOW + 1)
+        self.ledger.retry(a, NOW + 3, 'HTTP 500', NOW + 1)
+        self.ledger.retry(b, NOW + 3, 'HTTP 500', NOW + 1)
+        [blocker] = self.claim(NOW + 3)
+        self.ledger.finish(blocker, base.EXPIRED, 'HTTP 500', NOW + 3)
+        [other] = self.claim(NOW + 3)
+        self.assertNotEqual(blocker.body, other.body)
+
+    def test_zaqar_schedule_neither_orders_nor_blocks(self):
+        self.ledger.enqueue(new(strategy=retry.ZAQAR, bodies=('a', 'b')))
+        a, b = self.claim()
+        self.ledger.retry(a, NOW + 1, 'HTTP 500', NOW)
+        [a] = self.claim(NOW + 1)
+        self.ledger.retry(a, NOW + 9, 'HTTP 500', NOW + 1)
+        self.ledger.retry(b, NOW + 2, 'HTTP 500', NOW + 1)
+        self.assertEqual(['b'], self.bodies(self.claim(NOW + 2)))
+
+    def test_forget_drops_a_subscriptions_deliveries(self):
+        self.ledger.enqueue(new('s1', bodies=('a', 'b')))
+        self.ledger.enqueue(new('s2', bodies=('c',)))
+        self.assertEqual(2, self.ledger.forget('p', 'q', 's1'))
+        self.assertEqual(['c'], self.bodies(self.claim()))
+        self.assertEqual(['s2'], [s.subscription_id
+                                  for s in self.ledger.stats()])
+        self.assertEqual(0, self.ledger.forget('p', 'q', 'unknown'))
+
+    def test_next_due_is_none_when_empty(self):
+        self.assertIsNone(self.ledger.next_due())
+        self.ledger.enqueue(new(bodies=('a',)))
+        self.assertEqual(NOW, self.ledger.next_due())

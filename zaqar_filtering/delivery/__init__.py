@@ -1,0 +1,21 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Durable webhook delivery with CMQ's retry policies.
+
+The notifier writes each (subscription, message) delivery to a
+:class:`~zaqar_filtering.delivery.ledger.Ledger` kept in the store's
+back end (redis or MongoDB) before the post returns; the delivery process
+of every server claims due deliveries with a lease, posts them, and
+records the outcome: delivered, retried later per the subscription's
+:mod:`retry policy <zaqar_filtering.policy.retry>`, or dropped.
+"""

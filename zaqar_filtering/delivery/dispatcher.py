@@ -1,0 +1,214 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Posts the due deliveries of a ledger, and records how each went.
+
+A :class:`Dispatcher` claims no more deliveries than it has idle threads,
+so that nothing it holds a lease on waits in a queue of its own.
+"""
+
+import collections
+from concurrent import futures
+import json
+import random
+import threading
+import time
+
+from oslo_log import log as logging
+
+from zaqar_filtering.delivery import ledger as base
+from zaqar_filtering.policy import retry
+from zaqar_filtering.store.base import StoreUnavailable
+
+LOG = logging.getLogger(__name__)
+
+#: A failed delivery to be tried again later.
+RETRIED = 'retried'
+
+#: Seconds to wait before looking again after the ledger was unreachable.
+UNAVAILABLE_BACKOFF_SECONDS = 5.0
+
+
+class Dispatcher:
+    """Claims due deliveries and posts them on a thread pool.
+
+    :param ledger: a :class:`~zaqar_filtering.delivery.ledger.Ledger`.
+    :param task: what posts: ``attempt(subscriber, body, headers)``
+        returns None on success, else the error as text.
+    :param settings: the :class:`~zaqar_filtering.policy.retry.
+        RetrySettings`.
+    :param workers: delivery threads.
+    :param lease_seconds: how long a claimed delivery stays leased.
+    :param poll_seconds: longest wait between two looks at the ledger.
+    :param report_seconds: seconds between two log lines of counts.
+    :param executor: runs the deliveries; a thread pool of ``workers``
+        threads by default.
+    """
+
+    def __init__(self, ledger, task, settings, workers, lease_seconds,
+                 poll_seconds, report_seconds, executor=None):
+        self._ledger = ledger
+        self._task = task
+        self._settings = settings
+        self._workers = workers
+        self._lease = lease_seconds
+        self._poll = poll_seconds
+        self._report_every = report_seconds
+        self._executor = executor or futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix='zaqar-filtering-post')
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._wake = threading.Event()
+        self._random = random.SystemRandom()
+        self._schedules = {}
+        self._counts = collections.Counter()
+        self._reported = time.monotonic()
+
+    def wake(self):
+        """Look at the ledger now (new deliveries were enqueued)."""
+        self._wake.set()
+
+    def run(self, stopped):
+        """Dispatch until ``stopped()`` is true, then finish what is out."""
+        try:
+            while not stopped():
+                wait = self.step()
+                self._wake.wait(wait)
+                self._wake.clear()
+                self._maybe_report()
+        finally:
+            self._executor.shutdown(wait=True)
+            self._report()
+
+    def step(self):
+        """Claim what is due and idle threads can take.
+
+        :returns: seconds to wait before the next step.
+        """
+        with self._lock:
+            idle = self._workers - self._busy
+        if not idle:
+            return self._poll
+        try:
+            claimed = self._ledger.claim(time.time(), idle, self._lease)
+            next_due = None if claimed else self._ledger.next_due()
+        except StoreUnavailable as exc:
+            LOG.error('Cannot claim webhook deliveries: %s', exc)
+            return max(self._poll, UNAVAILABLE_BACKOFF_SECONDS)
+        with self._lock:
+            self._busy += len(claimed)
+        for delivery in claimed:
+            self._executor.submit(self._deliver, delivery)
+        if len(claimed) == idle:
+            return self._poll
+        if claimed or next_due is None:
+            return self._poll
+        return min(self._poll, max(0.0, next_due - time.time()))
+
+    def _deliver(self, delivery):
+        try:
+            self._record(delivery, *self._attempt(delivery))
+        except StoreUnavailable as exc:
+            LOG.error('Cannot record the delivery %(id)s to %(subscriber)s; '
+                      'it is tried again when its lease ends: %(exc)s',
+                      {'id': delivery.id, 'subscriber': delivery.subscriber,
+                       'exc': exc})
+        except Exception:
+            LOG.exception('Delivery %s to %s failed unexpectedly',
+                          delivery.id, delivery.subscriber)
+        finally:
+            with self._lock:
+                self._busy -= 1
+            self._wake.set()
+
+    def _attempt(self, delivery):
+        """Post unless the lifecycle ended; return (event, error, due)."""
+        if time.time() >= delivery.deadline:
+            return base.EXPIRED, 'the lifecycle ended before an attempt', None
+        error = self._task.attempt(delivery.subscriber, delivery.body,
+                                   delivery.headers)
+        if error is None:
+            return base.DELIVERED, None, None
+        delay = self._schedule(delivery).delay(delivery.attempts + 1,
+                                               self._random)
+        if delay is None:
+            return base.DROPPED, error, None
+        due = time.time() + delay
+        if due >= delivery.deadline:
+            return base.EXPIRED, error, None
+        return RETRIED, error, due
+
+    def _record(self, delivery, event, error, due):
+        now = time.time()
+        if event == RETRIED:
+            kept = self._ledger.retry(delivery, due, error, now)
+        else:
+            kept = self._ledger.finish(delivery, event, error, now)
+        if not kept:
+            LOG.warning('Could not record delivery %(id)s to %(subscriber)s '
+                        '(%(event)s): its subscription was deleted, or its '
+                        'lease ended and another process has it (raise '
+                        '[filtering:delivery] lease_seconds if this '
+                        'repeats).', {'id': delivery.id, 'event': event,
+                                      'subscriber': delivery.subscriber})
+            return
+        with self._lock:
+            self._counts[event] += 1
+        if event == base.DELIVERED:
+            return
+        LOG.log(logging.INFO if event == RETRIED else logging.WARNING,
+                'Delivery %(id)s of queue %(queue)s to %(subscriber)s '
+                '(subscription %(sub)s), %(attempts)d failed attempt(s), '
+                'last error %(error)s: %(event)s',
+                {'id': delivery.id, 'queue': delivery.queue,
+                 'subscriber': delivery.subscriber,
+                 'sub': delivery.subscription_id,
+                 'attempts': delivery.attempts + (error is not None),
+                 'error': error, 'event': _EVENTS[event] % {
+                     'delay': (due or now) - now}})
+
+    def _schedule(self, delivery):
+        key = delivery.strategy, json.dumps(delivery.policy, sort_keys=True)
+        schedule = self._schedules.get(key)
+        if schedule is None:
+            policy = delivery.policy
+            if delivery.strategy in retry.STRATEGIES:
+                policy = {retry.STRATEGY: delivery.strategy}
+            schedule = self._schedules[key] = retry.schedule_for(
+                policy, self._settings)
+        return schedule
+
+    def _maybe_report(self):
+        if time.monotonic() - self._reported >= self._report_every:
+            self._report()
+
+    def _report(self):
+        with self._lock:
+            counts, self._counts = self._counts, collections.Counter()
+        seconds = time.monotonic() - self._reported
+        self._reported = time.monotonic()
+        if not counts:
+            return
+        LOG.info('Webhook deliveries in the last %(seconds).0f s: '
+                 '%(delivered)d delivered, %(retried)d failed and to be '
+                 'tried again, %(dropped)d dropped after their last retry, '
+                 '%(expired)d dropped at the end of their lifecycle',
+                 dict({event: counts[event] for event in _EVENTS},
+                      seconds=seconds))
+
+
+_EVENTS = {
+    base.DELIVERED: 'delivered',
+    RETRIED: 'tried again in %(delay).1f s',
+    base.DROPPED: 'dropped after its last retry',
+    base.EXPIRED: 'dropped, its lifecycle ended',
+}
