@@ -17,6 +17,7 @@ ledger, and dispatches due deliveries until the server is gone; a post
 wakes it up so that new deliveries go out at once.
 """
 
+from concurrent import futures
 import os
 import queue as queue_module
 import threading
@@ -68,8 +69,10 @@ def check_lease(conf):
 def serve(work, args, workers, parent_pid):
     """Dispatch the ledger's deliveries until the server is gone.
 
-    :param work: a ``multiprocessing.Queue``: anything but None wakes the
-        dispatcher up; None stops it.
+    :param work: a ``multiprocessing.Queue`` of what the server hands over:
+        a wake-up call (new deliveries are in the ledger), a batch to
+        deliver without the ledger (``(subscriptions, notifications,
+        retry_policy)``, while the ledger is unreachable), or None to stop.
     :param args: the server's configuration files (:func:`config_args`).
     """
     conf = cfg.ConfigOpts()
@@ -81,11 +84,12 @@ def serve(work, args, workers, parent_pid):
     opts.register_opts(conf)
     group = conf[opts.DELIVERY_GROUP_NAME]
     ledger = policy_store.load_store(conf).delivery_ledger()
+    tasks = webhook.load_tasks(conf[opts.GROUP_NAME].delivery_timeout_seconds)
     dispatcher = Dispatcher(
-        ledger, webhook.load_tasks(
-            conf[opts.GROUP_NAME].delivery_timeout_seconds),
-        opts.retry_settings_from_conf(conf), workers, group.lease_seconds,
-        group.poll_seconds, group.report_seconds)
+        ledger, tasks, opts.retry_settings_from_conf(conf), workers,
+        group.lease_seconds, group.poll_seconds, group.report_seconds)
+    unrecorded = futures.ThreadPoolExecutor(
+        max_workers=workers, thread_name_prefix='zaqar-filtering-unrecorded')
     stop = threading.Event()
 
     def listen():
@@ -98,6 +102,12 @@ def serve(work, args, workers, parent_pid):
             else:
                 if item is None:
                     stop.set()
+                elif isinstance(item, tuple):
+                    subscriptions, notifications, retry_policy = item
+                    for subscription in subscriptions:
+                        unrecorded.submit(tasks.execute, subscription,
+                                          notifications,
+                                          queue_retry_policy=retry_policy)
             dispatcher.wake()
 
     listener = threading.Thread(target=listen, name='zaqar-filtering-wake',
@@ -106,3 +116,4 @@ def serve(work, args, workers, parent_pid):
     LOG.info('Delivering webhooks from the %s with %d threads',
              type(ledger).__name__, workers)
     dispatcher.run(stop.is_set)
+    unrecorded.shutdown(wait=True)

@@ -37,6 +37,7 @@ from oslo_log import log as logging
 from zaqar_filtering.delivery import ledger
 from zaqar_filtering.policy import retry
 from zaqar_filtering.stages import webhook
+from zaqar_filtering.store.base import StoreUnavailable
 
 LOG = logging.getLogger(__name__)
 
@@ -160,7 +161,9 @@ class LedgerSender:
     """Records webhook deliveries in the ledger for the delivery process.
 
     A post returns once its deliveries are recorded: from then on a
-    restart loses none of them.
+    restart loses none of them. While the ledger cannot be reached, posts
+    still go out: the delivery process delivers them unrecorded, with
+    in-process retries on Zaqar's schedule, as without a ledger.
 
     :param ledger: a :class:`~zaqar_filtering.delivery.ledger.Ledger`.
     :param process: the :class:`DeliveryProcess` that posts them, woken
@@ -177,6 +180,7 @@ class LedgerSender:
         #: The :class:`DeliveryProcess`.
         self.process = process
         self._lifecycle = lifecycle_seconds
+        self._unrecorded = False
 
     def send(self, subscriptions, notifications, retry_policy, project=None):
         """Record a delivery of each notification to each subscription."""
@@ -198,7 +202,20 @@ class LedgerSender:
                 strategy=retry.strategy_of(policy), policy=policy,
                 published=now, deadline=now + self._lifecycle,
                 bodies=tuple(bodies)))
-        self._ledger.enqueue_many(batch)
+        try:
+            self._ledger.enqueue_many(batch)
+        except StoreUnavailable as exc:
+            if not self._unrecorded:
+                LOG.warning('Delivering webhooks unrecorded, with retries '
+                            'that a restart loses, until the delivery ledger '
+                            'is back: %s', exc)
+            self._unrecorded = True
+            self.process.put((subscriptions, notifications, retry_policy))
+            return
+        if self._unrecorded:
+            LOG.warning('The delivery ledger is back: webhook deliveries are '
+                        'recorded again')
+            self._unrecorded = False
         self.process.put(self.WAKE)
 
     def start(self):
