@@ -25,7 +25,11 @@ two stages, then:
 2. creates subscribers with the binding keys ``1.*.0``, ``1.#.0`` and
    ``#``, posts messages with the routing keys ``1.x.0``, ``1.0``,
    ``1.2.3.4.4.2.2.0`` and ``2.0``, and prints who received which;
-3. tries to create a subscription with an invalid tag and prints the 400.
+3. tries to create a subscription with an invalid tag and prints the 400;
+4. plays CMQ's scenario 4: subscribers A, B and C get 200 messages; A
+   fails 100 of them and B 30 (HTTP 500), so they are retried; it prints
+   what is pending, restarts the server, lets A and B recover and prints
+   that each subscriber got every message once.
 
 Everything it started is stopped by PID at the end, also after an error or
 Ctrl-C. The exit status is 0 when every count is as CMQ documents, 1 when
@@ -49,6 +53,11 @@ from zaqar_filtering import demo  # noqa: E402
 PIPELINES = {'storage': {
     'message_pipeline': 'zaqar_filtering.notifier',
     'subscription_pipeline': 'zaqar_filtering.validation'}}
+#: Exponential decay retries after 0.2, 0.4, 0.8, 1, 1 ... s instead of
+#: 1, 2, 4 ... 512 s, so that the retry scenario takes seconds.
+SHORT_RETRIES = {'filtering:delivery': {'decay_first_seconds': '0.2',
+                                        'decay_max_seconds': '1',
+                                        'poll_seconds': '0.1'}}
 PROJECT = 'cmq-demo'
 
 TAG_QUEUE = 'cmq-tags'
@@ -71,6 +80,12 @@ KEY_EXPECTED = {'E': {'1.x.0'},
                 'G': set(ROUTING_KEYS)}
 
 INVALID_OPTIONS = {'filter_policies': ['abcdefghijklmnopq']}
+
+RETRY_QUEUE = 'cmq-retries'
+RETRY_MESSAGES = 200
+#: CMQ scenario 4: which messages each subscriber fails until it recovers.
+RETRY_FAILS = {'A': lambda n: n >= 100, 'B': lambda n: n % 5 == 0 and n < 150,
+               'C': lambda n: False}
 
 #: Seconds to wait for the deliveries CMQ promises.
 DELIVERY_TIMEOUT = 30
@@ -195,6 +210,72 @@ def invalid_subscription(client, receiver):
     return response.status_code == 400
 
 
+def retry_scenario(client, receiver, server):
+    """CMQ scenario 4 with a restart; return True if as expected."""
+    _check(client.create_queue(RETRY_QUEUE), 201, 'creating ' + RETRY_QUEUE)
+    ids = {}
+    for name, fails in RETRY_FAILS.items():
+        path = '%s/%s' % (RETRY_QUEUE, name)
+        receiver.fail(path, when=lambda body, fails=fails:
+                      fails(body['body']['n']))
+        response = _check(client.subscribe(RETRY_QUEUE, receiver.url(path)),
+                          201, 'subscribing %s' % name)
+        ids[name] = response.json()['subscription_id']
+    print('\n4. CMQ scenario 4: %d messages to A, B and C (exponential decay '
+          'retries, shortened for the demo); A answers HTTP 500 to 100 of '
+          'them, B to 30, C to none\n' % RETRY_MESSAGES)
+    _post(client, RETRY_QUEUE, [{'body': {'n': n}, 'ttl': 3600}
+                                for n in range(RETRY_MESSAGES)])
+    receiver.wait_for(RETRY_MESSAGES, RETRY_QUEUE + '/C', DELIVERY_TIMEOUT,
+                      status=200)
+    receiver.wait_for(100, RETRY_QUEUE + '/A', DELIVERY_TIMEOUT, status=200)
+    # A few retry rounds.
+    time.sleep(3 * GRACE + 1)
+
+    def counts(name):
+        response = _check(client.get(
+            '/v2/queues/%s/subscriptions/%s/deliveries'
+            % (RETRY_QUEUE, ids[name])), 200, 'deliveries of ' + name)
+        return response.json()
+
+    before = {name: counts(name) for name in RETRY_FAILS}
+    print(demo.table(['subscriber', 'pending', 'retrying', 'delivered',
+                      'last error'],
+                     [[name, stats['pending'], stats['retrying'],
+                       stats['delivered'], stats['last_error'] or '-']
+                      for name, stats in before.items()]))
+    if before['B']['pending'] > 30:
+        print('\n  B has %d pending, not 30: once a retry fails again, a '
+              'subscriber\'s later messages\n  wait behind it (CMQ\'s '
+              'blocking policy).' % before['B']['pending'])
+    print('\n  Restarting zaqar-filtering-server; then A and B recover.\n')
+    server.stop()
+    server.start()
+    for name in RETRY_FAILS:
+        receiver.recover('%s/%s' % (RETRY_QUEUE, name))
+    rows = []
+    ok = (before['A']['pending'] == 100 and before['B']['pending'] >= 30
+          and before['C']['pending'] == 0)
+    for name in RETRY_FAILS:
+        path = '%s/%s' % (RETRY_QUEUE, name)
+        try:
+            receiver.wait_for(RETRY_MESSAGES, path, DELIVERY_TIMEOUT,
+                              status=200)
+        except AssertionError:
+            pass
+        time.sleep(GRACE)
+        got = [r.json['body']['n'] for r in receiver.requests(path,
+                                                              status=200)]
+        twice = len(got) - len(set(got))
+        right = len(set(got)) == RETRY_MESSAGES and not twice
+        ok = ok and right
+        rows.append([name, len(set(got)), twice, counts(name)['pending'],
+                     'ok' if right else 'WRONG'])
+    print(demo.table(['subscriber', 'messages received (2xx)',
+                      'received twice', 'pending', ''], rows))
+    return ok
+
+
 def run(workdir):
     started = []
     try:
@@ -205,7 +286,7 @@ def run(workdir):
         started.append(receiver)
         port = base.free_port()
         conf = base.write_zaqar_conf(workdir, redis_server.uri, port,
-                                     PIPELINES)
+                                     dict(PIPELINES, **SHORT_RETRIES))
         server = base.ZaqarServer(conf, port,
                                   os.path.join(workdir, 'zaqar.log'))
         started.append(server)
@@ -220,7 +301,8 @@ def run(workdir):
         try:
             results = [tag_scenario(client, receiver),
                        key_scenario(client, receiver),
-                       invalid_subscription(client, receiver)]
+                       invalid_subscription(client, receiver),
+                       retry_scenario(client, receiver, server)]
         finally:
             client.close()
         return all(results)
