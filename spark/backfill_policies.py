@@ -109,26 +109,48 @@ def spark_session(master=None):
     return builder.getOrCreate()
 
 
-def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    target = job.MongoTarget(args.store) if args.store else None
-    spark = spark_session(args.master)
+def run(args, spark, target=None, out=None, progress=None):
+    """Run the job for parsed arguments on a session; return the status.
+
+    :param target: the policy store target (default: ``--store``'s).
+    :param progress: callable(message) for the stage lines (default:
+        to stderr).
+    """
+    from pyspark import errors
+
+    out = out or sys.stdout
+    if target is None and args.store:
+        target = job.MongoTarget(args.store)
     try:
         summary = job.run(spark, args.source, args.report, target,
                           dry_run=args.dry_run, validate=args.validate,
-                          partition_size=args.partition_size)
+                          partition_size=args.partition_size,
+                          progress=progress)
     except (ValueError, OSError) as exc:
         sys.stderr.write('backfill_policies.py: error: %s\n' % exc)
         return 1
-    finally:
-        spark.stop()
-    job.print_table(summary)
+    except errors.PySparkException as exc:
+        # A task failed (the store or the source unreachable, ...): the
+        # executor's traceback is in Spark's log above.
+        sys.stderr.write('backfill_policies.py: the Spark job failed: %s\n'
+                         % str(exc).strip().splitlines()[0])
+        return 1
+    job.print_table(summary, out)
     if args.validate and (summary['missing'] or summary['stale']
                           or summary['orphaned']):
         sys.stderr.write('the policy store differs from the subscriptions: '
                          'see %s\n' % os.path.join(args.report, 'drift'))
         return EXIT_DRIFT
     return 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    spark = spark_session(args.master)
+    try:
+        return run(args, spark)
+    finally:
+        spark.stop()
 
 
 if __name__ == '__main__':

@@ -109,8 +109,8 @@ def ship_package(spark):
     return path
 
 
-def _parse_line(line, now):
-    return transform.from_json_line(line, now)
+def _parse_line(line, now, snapshot=None):
+    return transform.from_json_line(line, snapshot or now)
 
 
 def _parse_row(row, now):
@@ -219,6 +219,25 @@ class Progress:
         self.stream.flush()
 
 
+def snapshot_time(source):
+    """Return when a local JSON Lines export was taken, or None.
+
+    An export's ``ttl`` is the time its subscription had left when the
+    export was written, so it counts from the file's modification time
+    (the newest file's, for a directory): two runs over one export give
+    every subscription the same expiry, so the second changes nothing.
+    """
+    if '://' in source or not os.path.exists(source):
+        return None
+    paths = [source]
+    if os.path.isdir(source):
+        paths = [os.path.join(source, name) for name in os.listdir(source)]
+    mtime = max(os.path.getmtime(path) for path in paths) if paths else None
+    if mtime is None:
+        return None
+    return datetime.datetime.fromtimestamp(mtime, datetime.timezone.utc)
+
+
 def load_source(spark, source, min_partitions, partition_size=None):
     """Return ``(rdd, parse)`` of a MongoDB URI or a JSON Lines path."""
     if is_mongodb_uri(source):
@@ -232,7 +251,7 @@ def load_source(spark, source, min_partitions, partition_size=None):
     if not os.path.exists(source) and '://' not in source:
         raise FileNotFoundError('no such file or directory: %s' % source)
     return (spark.sparkContext.textFile(source, min_partitions),
-            _parse_line)
+            functools.partial(_parse_line, snapshot=snapshot_time(source)))
 
 
 def run(spark, source, report_dir, target=None, dry_run=False,
