@@ -28,10 +28,12 @@ is *missing*, one whose record differs is *stale*, an unexpired record
 without a valid subscription is *orphaned*.
 """
 
+import atexit
 import datetime
 import functools
 import operator
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -106,6 +108,7 @@ def ship_package(spark):
                 archive.write(os.path.join(package_dir, name),
                               'zaqar_filtering_backfill/' + name)
     spark.sparkContext.addPyFile(path)
+    atexit.register(shutil.rmtree, os.path.dirname(path), True)
     return path
 
 
@@ -238,11 +241,17 @@ def snapshot_time(source):
     return datetime.datetime.fromtimestamp(mtime, datetime.timezone.utc)
 
 
-def load_source(spark, source, min_partitions, partition_size=None):
-    """Return ``(rdd, parse)`` of a MongoDB URI or a JSON Lines path."""
+def load_source(spark, source, min_partitions, partition_size=None,
+                data_source=None):
+    """Return ``(rdd, parse)`` of a MongoDB URI or a JSON Lines path.
+
+    :param data_source: the DataSource class for MongoDB URIs (default
+        :class:`mongo_source.MongoDataSource`; tests give a subclass).
+    """
     if is_mongodb_uri(source):
-        spark.dataSource.register(mongo_source.MongoDataSource)
-        reader = (spark.read.format(mongo_source.NAME)
+        data_source = data_source or mongo_source.MongoDataSource
+        spark.dataSource.register(data_source)
+        reader = (spark.read.format(data_source.name())
                   .option('uri', source)
                   .option('minPartitions', str(min_partitions)))
         if partition_size:
@@ -255,7 +264,8 @@ def load_source(spark, source, min_partitions, partition_size=None):
 
 
 def run(spark, source, report_dir, target=None, dry_run=False,
-        validate=False, now=None, progress=None, partition_size=None):
+        validate=False, now=None, progress=None, partition_size=None,
+        data_source=None):
     """Run the backfill (or --validate) and write the report.
 
     :param target: where valid policies go (:class:`MongoTarget` or an
@@ -275,7 +285,8 @@ def run(spark, source, report_dir, target=None, dry_run=False,
     sc = spark.sparkContext
     ship_package(spark)
     min_partitions = max(2, sc.defaultParallelism)
-    rdd, parse = load_source(spark, source, min_partitions, partition_size)
+    rdd, parse = load_source(spark, source, min_partitions, partition_size,
+                             data_source)
     write_to = None if (dry_run or validate) else target
     outcomes = rdd.mapPartitions(functools.partial(
         classify_partition, parse=parse, now=now, target=write_to,

@@ -197,8 +197,12 @@ class MongoDataSource(datasource.DataSource):
                              % (', '.join(sorted(SCHEMAS)), kind))
         return SCHEMAS[kind]
 
+    #: callable(uri) returning a client; None for pymongo's.
+    client_factory = None
+
     def reader(self, schema):
-        return MongoReader(self.options)
+        return MongoReader(self.options,
+                           self.client_factory or default_client)
 
 
 def _uri_database(uri):

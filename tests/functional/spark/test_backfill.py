@@ -35,9 +35,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
                                     '..'))
 sys.path.insert(0, os.path.join(ROOT, 'spark'))
 import backfill_policies  # noqa: E402
-from tests.functional.spark import filestore  # noqa: E402
+from tests.functional.spark import doubles  # noqa: E402
 from tests.functional.spark import session  # noqa: E402
 from tests.unit.store import fixtures  # noqa: E402
+from zaqar_filtering_backfill import job  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, 'spark', 'backfill_policies.py')
 
@@ -86,8 +87,8 @@ class BackfillTest(unittest.TestCase):
         self.write_source(LINES)
         self.report = os.path.join(self.dir, 'report')
         self.progress = []
-        self.target = filestore.FileTarget(os.path.join(self.dir,
-                                                        'store.json'))
+        self.target = doubles.FileTarget(
+            os.path.join(self.dir, 'store.json'))
 
     def write_source(self, lines, exported=None):
         with open(self.source, 'w') as out:
@@ -213,6 +214,52 @@ class BackfillTest(unittest.TestCase):
         self.assertRegex(result.stdout, r'total +14\n')
         self.assertIn('reading and validating', result.stderr)
         self.assertEqual(14, self.summary()['total'])
+
+    def test_mongodb_data_source_on_spark(self):
+        # The data source through Spark (planning on the driver, reads in
+        # the Python workers), each client a mongomock one over a file.
+        import bson
+        expires = (datetime.datetime.now(datetime.timezone.utc)
+                   + datetime.timedelta(hours=1))
+        docs = []
+        for index in range(30):
+            options = [{'filter_policies': ['t%d' % index]},
+                       {'binding_keys': ['a..b']}, {}][index % 3]
+            docs.append({'_id': bson.ObjectId(), 's': 'q%d' % (index % 4),
+                         'u': 'http://x/%d' % index, 't': 3600,
+                         'e': expires, 'o': options,
+                         'p': 'p%d' % (index % 2), 'c': True})
+        docs[3]['e'] = expires - datetime.timedelta(hours=2)
+        del docs[6]['s']
+        path = os.path.join(self.dir, 'docs.json')
+        doubles.save_documents(path, docs)
+        source = 'mongodb://mongomock.invalid/zaqar_subscriptions'
+        data_source = doubles.mongomock_source(path, 'zaqar_subscriptions')
+        for upserted, unchanged in ((8, 0), (0, 8)):
+            summary = job.run(self.spark, source, self.report, self.target,
+                              progress=self.progress.append,
+                              partition_size=7, data_source=data_source)
+            self.assertEqual(
+                (30, 8, 10, 10, 1, 1, upserted, unchanged),
+                (summary['total'], summary['valid'], summary['invalid'],
+                 summary['no_policy'], summary['expired'],
+                 summary['unreadable'], summary['upserted'],
+                 summary['unchanged']))
+        self.assertIn('(5 partitions)', self.progress[0])
+        self.assertEqual({'p0': {'valid': 4, 'invalid': 5, 'no_policy': 5},
+                          'p1': {'valid': 4, 'invalid': 5, 'no_policy': 5,
+                                 'expired': 1},
+                          'None': {'unreadable': 1}},
+                         summary['projects'])
+        self.assertEqual(
+            {'p0|q0|%s' % docs[index]['_id'] for index in (0, 12, 24)},
+            {key for key in self.target.stored() if '|q0|' in key})
+        summary = job.run(self.spark, source, self.report, self.target,
+                          validate=True, progress=self.progress.append,
+                          data_source=data_source)
+        self.assertEqual((8, 0, 0, 0),
+                         (summary['in_sync'], summary['missing'],
+                          summary['stale'], summary['orphaned']))
 
     def test_mongodb_source_and_store(self):
         uri = os.environ.get(fixtures.MONGODB_URL_VARIABLE)

@@ -10,14 +10,20 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A policy store in one JSON file, shared by Spark's Python workers.
+"""Test doubles of MongoDB that Spark's Python workers share, via files.
 
 The Spark tests run without MongoDB: every task of the job opens its own
-store, in a worker process of its own, so the store must live outside
-the processes. This one keeps ``{"project|queue|id": [hash, subscriber,
-expires]}`` in a file under an exclusive lock and skips unchanged records
-the way ``MongoStore.write`` does (same hash and subscriber, expiry
-within a second). Pickled by value, so workers need not import tests.
+client, in a worker process of its own, so the data must live outside
+the processes.
+
+* :class:`FileTarget`: a policy store in one JSON file,
+  ``{"project|queue|id": [hash, subscriber, expires]}``, written under an
+  exclusive lock, skipping unchanged records the way ``MongoStore.write``
+  does (same hash and subscriber, expiry within a second).
+* :func:`mongomock_source`: the job's MongoDB data source whose every
+  client is a mongomock client loaded from a file of Zaqar documents.
+
+Pickled by value, so workers need not import tests.
 """
 
 import fcntl
@@ -25,9 +31,12 @@ import json
 import os
 import sys
 
+from bson import json_util
+import mongomock
 from pyspark import cloudpickle
 
 from zaqar_filtering.store.base import WriteResult
+from zaqar_filtering_backfill import mongo_source
 
 
 def _key(key):
@@ -87,6 +96,31 @@ class FileTarget:
         rows = [tuple(key.split('|')) + (value[1], value[0], value[2])
                 for key, value in sorted(self.stored().items())]
         return spark.sparkContext.parallelize(rows, min_partitions)
+
+
+def mongomock_source(path, database, name='zaqar_mongodb_test'):
+    """Return a MongoDataSource subclass reading documents from ``path``.
+
+    Each client (one per ``partitions()`` and per ``read()``) is a fresh
+    mongomock client holding the documents of the JSON file ``path``
+    (MongoDB extended JSON) in ``database``.subscriptions.
+    """
+    def client(uri):
+        mock = mongomock.MongoClient(tz_aware=True)
+        with open(path) as f:
+            docs = json_util.loads(f.read())
+        if docs:
+            mock[database].subscriptions.insert_many(docs)
+        return mock
+
+    return type('MongomockSource', (mongo_source.MongoDataSource,), {
+        'name': classmethod(lambda cls: name),
+        'client_factory': staticmethod(client)})
+
+
+def save_documents(path, docs):
+    with open(path, 'w') as out:
+        out.write(json_util.dumps(docs))
 
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
