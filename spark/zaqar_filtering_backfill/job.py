@@ -322,6 +322,10 @@ def run(spark, source, report_dir, target=None, dry_run=False,
             sc.setJobDescription('zaqar-filtering backfill: validate')
             summary.update(_validate(spark, outcomes, target, now,
                                      report_dir, min_partitions))
+        elif '://' not in report_dir:
+            # Not this run's: the drift/ of an earlier --validate.
+            shutil.rmtree(os.path.join(report_dir, 'drift'),
+                          ignore_errors=True)
     finally:
         outcomes.unpersist()
         sc.setJobDescription(None)

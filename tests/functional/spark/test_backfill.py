@@ -204,6 +204,8 @@ class BackfillTest(unittest.TestCase):
                     item['problem']) for item in self.lines('drift')))
         self.assertEqual(stored, self.target.stored())    # not written
         self.assertRegex(table, r'orphaned +1\n')
+        self.run_job('--dry-run')
+        self.assertEqual([], self.lines('drift'))    # not left behind
 
     def test_command_line_runs_on_local_spark(self):
         result = subprocess.run(
