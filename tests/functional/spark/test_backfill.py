@@ -290,10 +290,12 @@ class BackfillTest(unittest.TestCase):
                          'u': 'http://x/%d' % index, 't': 3600,
                          'e': expires, 'o': options, 'p': 'p1', 'c': True})
         client[subs_db].subscriptions.insert_many(docs)
-        base = uri.split('?')[0].rstrip('/')
+        base, _, query = uri.partition('?')
+        base = base.rstrip('/')
         base = base if base.count('/') == 2 else base.rsplit('/', 1)[0]
-        self.source = '%s/%s' % (base, subs_db)
-        store_uri = '%s/%s' % (base, store_db)
+        query = '?' + query if query else ''
+        self.source = '%s/%s%s' % (base, subs_db, query)
+        store_uri = '%s/%s%s' % (base, store_db, query)
         args = ['--source', self.source, '--report', self.report,
                 '--store', store_uri, '--partition-size', '7']
         for upserted, unchanged in ((20, 0), (0, 20)):

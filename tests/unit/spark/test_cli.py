@@ -22,6 +22,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..',
                                 'spark'))
 import backfill_policies  # noqa: E402
+from zaqar_filtering_backfill import job  # noqa: E402
 
 
 class ArgumentsTest(unittest.TestCase):
@@ -68,3 +69,10 @@ class ArgumentsTest(unittest.TestCase):
             ['--source', 'mongodb://db1/zaqar_subscriptions', '--report',
              'r', '--store', 'mongodb://db1/zaqar_filtering', '--validate'])
         self.assertTrue(args.validate)
+
+    def test_the_report_names_uris_without_passwords(self):
+        self.assertEqual('mongodb://zaqar:***@db1:27017/z?replicaSet=rs0',
+                         job._safe('mongodb://zaqar:secret@db1:27017/z'
+                                   '?replicaSet=rs0'))
+        self.assertEqual('mongodb://db1/z', job._safe('mongodb://db1/z'))
+        self.assertEqual('/data/subs.jsonl', job._safe('/data/subs.jsonl'))
