@@ -12,6 +12,8 @@
 #                warnings as errors, and run "reno lint"
 #   make demo    run the CMQ scenarios through a real zaqar-filtering-server
 #   make bench   run the matcher benchmark
+#   make bench-backfill  run the backfill job benchmark (Spark local[2],
+#                100,000 and 1,000,000 generated subscriptions)
 #   make clean   remove the virtualenv, test and build output
 
 SHELL := /bin/bash
@@ -36,7 +38,7 @@ ifneq ($(shell git rev-parse --is-inside-work-tree 2>/dev/null),true)
 export PBR_VERSION ?= 0.0.1.dev0
 endif
 
-.PHONY: venv services test lint demo bench clean docs
+.PHONY: venv services test lint demo bench bench-backfill clean docs
 
 venv: $(STAMP)
 
@@ -175,6 +177,9 @@ demo: venv services
 
 bench: venv
 	$(BIN)/python bench/matcher.py
+
+bench-backfill: venv
+	$(BIN)/python bench/backfill.py
 
 clean:
 	rm -rf $(VENV) .stestr .hypothesis .tox build dist .eggs *.egg-info \

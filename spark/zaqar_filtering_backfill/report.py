@@ -20,6 +20,8 @@ from zaqar_filtering_backfill import transform
 #: Counts printed in the summary table, in order.
 TABLE_ROWS = ('total', 'with_policy', 'no_policy', 'valid', 'invalid',
               'expired', 'unreadable', 'upserted', 'unchanged')
+#: Rows added to the table by --validate.
+VALIDATE_ROWS = ('in_sync', 'missing', 'stale', 'orphaned')
 
 
 def invalid_line(outcome):
@@ -27,6 +29,20 @@ def invalid_line(outcome):
     return json.dumps({key: outcome.get(key) for key in
                        ('project', 'queue', 'subscription_id', 'option',
                         'reason')}, sort_keys=True)
+
+
+def write_summary(directory, summary):
+    """Write ``directory``/summary.json (the directory is made if needed).
+
+    :raises OSError: when the directory cannot be written.
+    """
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, 'summary.json')
+    with open(path + '.tmp', 'w') as out:
+        json.dump(summary, out, indent=2, sort_keys=True)
+        out.write('\n')
+    os.replace(path + '.tmp', path)
+    return path
 
 
 def write_report(directory, summary, invalid_outcomes):
@@ -49,6 +65,8 @@ def write_report(directory, summary, invalid_outcomes):
 def format_table(summary):
     """Return the summary as a readable two-column table."""
     rows = [(name, summary.get(name, 0)) for name in TABLE_ROWS]
+    if summary.get('mode') == 'validate':
+        rows += [(name, summary.get(name, 0)) for name in VALIDATE_ROWS]
     rows += [('invalid: %s' % rule, count) for rule, count in
              sorted(summary.get('errors_by_rule', {}).items())]
     width = max(len(name) for name, _ in rows)

@@ -105,21 +105,102 @@ def classify(sub, now):
     return dict(base, outcome=VALID, record=rec)
 
 
-def summarize(outcomes):
-    """Return the report counts of an iterable of outcomes."""
-    counts = collections.Counter()
+def from_mongo_row(row):
+    """Return the subscription of a row of the MongoDB data source.
+
+    :param row: ``(id, queue, subscriber, expires, options, project)`` as
+        :func:`zaqar_filtering_backfill.mongo_source.subscription_row`
+        makes it: ``expires`` ISO 8601 or None, ``options`` JSON or None.
+    :raises ValueError: naming the missing field.
+    """
+    sub_id, queue, subscriber, expires, options, project = row
+    doc = {'_id': sub_id, 'p': project,
+           'o': json.loads(options) if options else {},
+           'e': datetime.datetime.fromisoformat(expires) if expires else None}
+    if queue is not None:
+        doc['s'] = queue
+    if subscriber is not None:
+        doc['u'] = subscriber
+    return from_mongo(doc)
+
+
+def unreadable(exc, text=None):
+    """Return the UNREADABLE outcome of an input that is no subscription."""
+    reason = 'unreadable input: %s' % exc
+    if text is not None:
+        reason += ': %s' % text[:200]
+    return {'outcome': UNREADABLE, 'project': None, 'queue': None,
+            'subscription_id': None, 'option': None, 'reason': reason}
+
+
+def count_key(outcome):
+    """Return the key :func:`summary_from_counts` counts an outcome under."""
+    rule = outcome.get('rule') if outcome['outcome'] == INVALID else None
+    return outcome['outcome'], outcome.get('project'), rule
+
+
+def summary_from_counts(counts, upserted=0, unchanged=0):
+    """Return the report counts from counts by :func:`count_key`.
+
+    :param counts: iterable of ``((outcome, project, rule), count)``.
+    """
+    outcomes = collections.Counter()
     rules = collections.Counter()
     projects = collections.defaultdict(collections.Counter)
-    for out in outcomes:
-        counts[out['outcome']] += 1
-        projects[str(out.get('project'))][out['outcome']] += 1
-        if out['outcome'] == INVALID:
-            rules[out['rule']] += 1
-    total = sum(counts.values())
+    for (outcome, project, rule), count in counts:
+        outcomes[outcome] += count
+        projects[str(project)][outcome] += count
+        if outcome == INVALID:
+            rules[rule] += count
+    total = sum(outcomes.values())
     return {'total': total,
-            'with_policy': counts[VALID] + counts[INVALID],
-            'no_policy': counts[NO_POLICY], 'valid': counts[VALID],
-            'invalid': counts[INVALID], 'expired': counts[EXPIRED],
-            'unreadable': counts[UNREADABLE],
-            'errors_by_rule': dict(rules),
-            'projects': {p: dict(c) for p, c in sorted(projects.items())}}
+            'with_policy': outcomes[VALID] + outcomes[INVALID],
+            'no_policy': outcomes[NO_POLICY], 'valid': outcomes[VALID],
+            'invalid': outcomes[INVALID], 'expired': outcomes[EXPIRED],
+            'unreadable': outcomes[UNREADABLE],
+            'upserted': upserted, 'unchanged': unchanged,
+            'errors_by_rule': dict(sorted(rules.items())),
+            'projects': {p: dict(sorted(c.items()))
+                         for p, c in sorted(projects.items())}}
+
+
+def summarize(outcomes, upserted=0, unchanged=0):
+    """Return the report counts of an iterable of outcomes."""
+    counts = collections.Counter(count_key(out) for out in outcomes)
+    return summary_from_counts(counts.items(), upserted, unchanged)
+
+
+#: Problems --validate reports, per policy.
+MISSING = 'missing'
+STALE = 'stale'
+ORPHANED = 'orphaned'
+
+
+def fingerprint(record):
+    """Return what --validate compares of a record.
+
+    That is its hash, subscriber and expiry (ISO 8601 or None).
+    """
+    expires = record.expires
+    return (record.hash, record.subscriber,
+            expires.isoformat() if expires is not None else None)
+
+
+def drift(wanted, stored):
+    """Return MISSING, STALE, ORPHANED or None (in sync) for one key.
+
+    :param wanted: the fingerprint of the subscription's valid policy, or
+        None when no valid unexpired subscription has that key.
+    :param stored: the fingerprint of the store's record, or None.
+    """
+    if wanted is None:
+        return ORPHANED if stored is not None else None
+    if stored is None:
+        return MISSING
+    if wanted[:2] != stored[:2]:
+        return STALE
+    if wanted[2] is None or stored[2] is None:
+        return None if wanted[2] == stored[2] else STALE
+    delta = (datetime.datetime.fromisoformat(wanted[2])
+             - datetime.datetime.fromisoformat(stored[2]))
+    return None if abs(delta.total_seconds()) <= 1 else STALE

@@ -32,6 +32,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import pymongo
 from pymongo import errors as mongo_errors
+from pymongo import uri_parser
 
 from zaqar_filtering.delivery.mongo_ledger import MongoLedger
 from zaqar_filtering import opts
@@ -98,13 +99,21 @@ class MongoStore(PolicyStore):
     def for_uri(cls, uri, client=None, **options):
         """Return a store for a MongoDB URI, outside zaqar.conf.
 
+        The URI's database (``mongodb://host/DATABASE``), when it names
+        one, is the store's database unless ``database`` is given.
+
         :param options: other ``[filtering:mongodb]`` options by name.
+        :raises ValueError: when the URI is not a MongoDB URI.
         """
         conf = cfg.ConfigOpts()
         opts.register_opts(conf)
         conf([], project='zaqar-filtering', default_config_files=[],
              default_config_dirs=[])
         conf.set_override('uri', uri, opts.MONGODB_GROUP_NAME)
+        if 'database' not in options:
+            database = uri_database(uri)
+            if database:
+                options = dict(options, database=database)
         for name, value in options.items():
             conf.set_override(name, value, opts.MONGODB_GROUP_NAME)
         return cls(conf, client)
@@ -200,6 +209,17 @@ class MongoStore(PolicyStore):
 
     def close(self):
         self._client.close()
+
+
+def uri_database(uri):
+    """Return the database a MongoDB URI names, or None.
+
+    :raises ValueError: when ``uri`` is not a MongoDB URI.
+    """
+    try:
+        return uri_parser.parse_uri(uri, warn=True)['database']
+    except mongo_errors.InvalidURI as exc:
+        raise ValueError('%s is not a MongoDB URI: %s' % (uri, exc))
 
 
 def _now():

@@ -81,3 +81,49 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(2, summary['with_policy'])
         self.assertEqual(1, summary['invalid'])
         self.assertEqual(3, sum(summary['projects']['p1'].values()))
+
+
+class SummaryAndDriftTest(unittest.TestCase):
+
+    def test_summary_from_counts(self):
+        summary = transform.summary_from_counts(
+            [((transform.VALID, 'p1', None), 5),
+             ((transform.INVALID, 'p1', 'tag_length'), 2),
+             ((transform.INVALID, 'p2', 'tag_length'), 1),
+             ((transform.INVALID, 'p2', 'policy_type'), 1),
+             ((transform.EXPIRED, 'p2', None), 3),
+             ((transform.NO_POLICY, None, None), 4)], upserted=4,
+            unchanged=1)
+        self.assertEqual(16, summary['total'])
+        self.assertEqual(9, summary['with_policy'])
+        self.assertEqual({'policy_type': 1, 'tag_length': 3},
+                         summary['errors_by_rule'])
+        self.assertEqual({'None': {'no_policy': 4},
+                          'p1': {'invalid': 2, 'valid': 5},
+                          'p2': {'expired': 3, 'invalid': 2}},
+                         summary['projects'])
+        self.assertEqual((4, 1), (summary['upserted'], summary['unchanged']))
+
+    def test_mongo_row(self):
+        sub = transform.from_mongo_row(
+            ('abc', 'q', 'http://x', '2027-01-01T00:00:00+00:00',
+             '{"filter_policies": ["a"]}', 'p1'))
+        self.assertEqual(transform.VALID,
+                         transform.classify(sub, NOW)['outcome'])
+        self.assertRaisesRegex(ValueError, "no 'u' field",
+                               transform.from_mongo_row,
+                               ('abc', 'q', None, None, None, 'p1'))
+
+    def test_drift(self):
+        fp = ('h1', 'http://x', '2027-01-01T00:00:00+00:00')
+        self.assertIsNone(transform.drift(fp, fp))
+        self.assertIsNone(transform.drift(
+            fp, ('h1', 'http://x', '2027-01-01T00:00:01+00:00')))
+        self.assertEqual(transform.STALE, transform.drift(
+            fp, ('h1', 'http://x', '2027-01-01T00:00:02+00:00')))
+        self.assertEqual(transform.STALE,
+                         transform.drift(fp, ('h2',) + fp[1:]))
+        self.assertEqual(transform.STALE,
+                         transform.drift(fp, fp[:2] + (None,)))
+        self.assertEqual(transform.MISSING, transform.drift(fp, None))
+        self.assertEqual(transform.ORPHANED, transform.drift(None, fp))

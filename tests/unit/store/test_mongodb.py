@@ -219,3 +219,19 @@ class TestLoadStore(unittest.TestCase):
         self.assertEqual('pol', store._policies.name)
         self.assertEqual(500, store._client.options.server_selection_timeout
                          * 1000)
+
+    def test_for_uri_takes_the_database_of_the_uri(self):
+        store = MongoStore.for_uri('mongodb://127.0.0.1:1/backfilled')
+        self.addCleanup(store.close)
+        self.assertEqual('backfilled', store._policies.database.name)
+        store = MongoStore.for_uri('mongodb://127.0.0.1:1/backfilled',
+                                   database='other')
+        self.addCleanup(store.close)
+        self.assertEqual('other', store._policies.database.name)
+        store = MongoStore.for_uri('mongodb://127.0.0.1:1/')
+        self.addCleanup(store.close)
+        self.assertEqual('zaqar_filtering', store._policies.database.name)
+
+    def test_for_uri_rejects_what_is_not_a_mongodb_uri(self):
+        self.assertRaisesRegex(ValueError, 'not a MongoDB URI',
+                               MongoStore.for_uri, 'http://127.0.0.1/')
