@@ -26,13 +26,15 @@ LEASE = 30.0
 
 def new(sub='s1', strategy=retry.EXPONENTIAL_DECAY, bodies=('m1',),
         queue='q', project='p', published=NOW, lifecycle=86400.0,
-        policy=None):
-    return base.NewDelivery(
-        project=project, queue=queue, subscription_id=sub,
-        subscriber='http://127.0.0.1:1/%s' % sub,
-        headers={'Content-Type': 'application/json'}, strategy=strategy,
-        policy=policy or {}, published=published,
-        deadline=published + lifecycle, bodies=tuple(bodies))
+        policy=None, subs=None):
+    """Return a batch of ``bodies`` to ``sub`` (or to each of ``subs``)."""
+    return base.Batch(
+        project=project, queue=queue, published=published,
+        deadline=published + lifecycle, bodies=(tuple(bodies),),
+        headers=({'Content-Type': 'application/json'},),
+        policies=(policy or {},),
+        targets=tuple(base.Target(s, 'http://127.0.0.1:1/%s' % s, strategy)
+                      for s in subs or [sub]))
 
 
 class LedgerContract:
@@ -210,13 +212,72 @@ class LedgerContract:
     def test_forget_drops_a_subscriptions_deliveries(self):
         self.ledger.enqueue(new('s1', bodies=('a', 'b')))
         self.ledger.enqueue(new('s2', bodies=('c',)))
+        [a, b, c] = self.claim()
+        self.ledger.retry(a, NOW + 1, 'HTTP 500', NOW)
         self.assertEqual(2, self.ledger.forget('p', 'q', 's1'))
-        self.assertEqual(['c'], self.bodies(self.claim()))
+        # Also what was posted to it but not yet spread into deliveries.
+        self.ledger.enqueue(new('s1', bodies=('d',)))
+        self.assertEqual(0, self.ledger.forget('p', 'q', 's1'))
+        self.ledger.enqueue(new('s2', bodies=('e',)))
+        self.assertEqual(['c', 'e'], self.bodies(self.claim(NOW + LEASE)))
+        self.assertFalse(self.ledger.finish(b, base.DELIVERED, None, NOW))
         self.assertEqual(['s2'], [s.subscription_id
                                   for s in self.ledger.stats()])
         self.assertEqual(0, self.ledger.forget('p', 'q', 'unknown'))
 
+    def test_a_batch_shares_its_parts_between_targets(self):
+        self.ledger.enqueue(base.Batch(
+            project='p', queue='q', published=NOW, deadline=NOW + 60,
+            bodies=(('a1', 'a2'), ('b1', 'b2')),
+            headers=({'H': 'a'}, {'H': 'b'}),
+            policies=({}, {'minimum_delay': 5}),
+            targets=(base.Target('s1', 'http://a/', retry.ZAQAR, 0, 0, 1),
+                     base.Target('s2', 'http://b/', retry.ZAQAR, 1, 1, 0),
+                     base.Target('s3', 'http://c/', retry.ZAQAR, 0, 1, 0))))
+        found = sorted((d.subscription_id, d.body, d.headers['H'],
+                        d.policy.get('minimum_delay')) for d in self.claim())
+        self.assertEqual([('s1', 'a1', 'a', 5), ('s1', 'a2', 'a', 5),
+                          ('s2', 'b1', 'b', None), ('s2', 'b2', 'b', None),
+                          ('s3', 'a1', 'b', None), ('s3', 'a2', 'b', None)],
+                         found)
+
+    def test_a_large_batch_is_claimed_whole_and_once(self):
+        subs = ['s%d' % i for i in range(1500)]
+        self.ledger.enqueue(new(subs=subs, bodies=('a', 'b')))
+        self.assertLessEqual(self.ledger.next_due(), NOW)
+        seen = []
+        for _ in range(100):
+            claimed = self.claim(limit=700)
+            if not claimed and self.ledger.next_due() is None:
+                break
+            seen += [(d.subscription_id, d.body) for d in claimed]
+        self.assertEqual(3000, len(seen))
+        self.assertEqual(3000, len(set(seen)))
+        # A later batch comes after it, in order, for each subscriber.
+        first = {}
+        for delivery in self.claim(NOW + LEASE + 1, limit=10):
+            first.setdefault(delivery.subscription_id, delivery.id)
+        self.assertTrue(first)
+
+    def test_record_keeps_many_outcomes_at_once(self):
+        self.ledger.enqueue(new(bodies=('a', 'b', 'c')))
+        a, b, c = self.claim()
+        kept = self.ledger.record([
+            base.Outcome(a, base.DELIVERED, now=NOW),
+            base.Outcome(b, base.RETRIED, 'HTTP 500', NOW + 9, NOW),
+            base.Outcome(c, base.DROPPED, 'HTTP 502', now=NOW + 1),
+            base.Outcome(a, base.DELIVERED, now=NOW)])
+        self.assertEqual([True, True, True, False], kept)
+        [stats] = self.ledger.stats()
+        self.assertEqual((1, 1, 1, 1, 'HTTP 502'),
+                         (stats.pending, stats.retrying, stats.delivered,
+                          stats.dropped, stats.last_error))
+        self.assertEqual(NOW + 9, self.ledger.next_due())
+
     def test_next_due_is_none_when_empty(self):
         self.assertIsNone(self.ledger.next_due())
         self.ledger.enqueue(new(bodies=('a',)))
-        self.assertEqual(NOW, self.ledger.next_due())
+        self.assertLessEqual(self.ledger.next_due(), NOW)
+        self.claim(limit=0)
+        self.assertEqual(1, len(self.claim()))
+        self.assertEqual(NOW + LEASE, self.ledger.next_due())

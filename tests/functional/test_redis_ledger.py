@@ -37,10 +37,24 @@ class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
         cls.redis.start()
 
     def make_ledger(self):
-        client = redis.Redis(host=base.HOST, port=self.redis.port)
+        client = self.client = redis.Redis(host=base.HOST,
+                                           port=self.redis.port)
         client.flushall()
         self.addCleanup(client.close)
         return RedisLedger(client)
+
+    def test_a_finished_batch_leaves_only_counts_behind(self):
+        self.ledger.enqueue(ledger_contract.new(subs=['s1', 's2'],
+                                                bodies=('a', 'b')))
+        for delivery in self.claim():
+            self.ledger.finish(delivery, 'delivered', None,
+                               ledger_contract.NOW)
+        self.assertEqual(
+            sorted([b'zaqar_filtering.delivery.seq',
+                    b'zaqar_filtering.delivery.subs',
+                    b'zaqar_filtering.delivery.s.q/s1/p',
+                    b'zaqar_filtering.delivery.s.q/s2/p']),
+            sorted(self.client.keys('*')))
 
     def test_unreachable_redis_is_store_unavailable(self):
         with socket.socket() as sock:

@@ -308,3 +308,33 @@ class TestScenario4(RetryTestCase):
                               stats['delivered'], stats['dropped'],
                               stats['expired']), name)
         self.assertEqual(200, len(self.receiver.requests(paths['C'])))
+
+
+class TestTwoServers(RetryTestCase):
+    """Two servers, so two delivery processes, share one ledger."""
+
+    def test_each_delivery_is_posted_by_one_of_them(self):
+        other = self.start_zaqar(self.CONF_OVERRIDES, name='second')
+        other_client = base.Client(other.url)
+        self.addCleanup(other_client.close)
+        paths = {name: '%s/%s' % (self.queue, name) for name in 'AB'}
+        for path in paths.values():
+            self.subscribe(path)
+        # A fails its first attempts at even messages, so that retries of
+        # both servers' posts are due while both processes claim.
+        failed = set()
+
+        def first_time_even(body):
+            n = body['body']['n']
+            if n % 2 or n in failed:
+                return False
+            failed.add(n)
+            return True
+
+        self.receiver.fail(paths['A'], when=first_time_even)
+        self.post(0, 50)
+        self.post(50, 50, client=other_client)
+        for path in paths.values():
+            self.delivered_once(path, 100)
+        self.assertEqual(50, len(self.receiver.requests(paths['A'],
+                                                        status=500)))

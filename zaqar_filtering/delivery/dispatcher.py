@@ -13,7 +13,9 @@
 """Posts the due deliveries of a ledger, and records how each went.
 
 A :class:`Dispatcher` claims no more deliveries than it has idle threads,
-so that nothing it holds a lease on waits in a queue of its own.
+so that nothing it holds a lease on waits in a queue of its own. Its
+threads only post; the outcomes they leave are recorded by its loop, many
+in one round trip, before it claims again.
 """
 
 import collections
@@ -31,8 +33,9 @@ from zaqar_filtering.store.base import StoreUnavailable
 
 LOG = logging.getLogger(__name__)
 
-#: A failed delivery to be tried again later.
-RETRIED = 'retried'
+RETRIED = base.RETRIED
+#: The error of a delivery whose lifecycle ended before it was attempted.
+NO_ATTEMPT = 'the lifecycle ended before an attempt'
 
 #: Seconds to wait before looking again after the ledger was unreachable.
 UNAVAILABLE_BACKOFF_SECONDS = 5.0
@@ -67,6 +70,7 @@ class Dispatcher:
             max_workers=workers, thread_name_prefix='zaqar-filtering-post')
         self._lock = threading.Lock()
         self._busy = 0
+        self._outcomes = []
         self._wake = threading.Event()
         self._random = random.SystemRandom()
         self._schedules = {}
@@ -87,13 +91,24 @@ class Dispatcher:
                 self._maybe_report()
         finally:
             self._executor.shutdown(wait=True)
+            try:
+                self._flush()
+            except StoreUnavailable as exc:
+                LOG.error('Cannot record the last outcomes; those '
+                          'deliveries are tried again when their leases '
+                          'end: %s', exc)
             self._report()
 
     def step(self):
-        """Claim what is due and idle threads can take.
+        """Record the outcomes left, then claim what idle threads can take.
 
         :returns: seconds to wait before the next step.
         """
+        try:
+            self._flush()
+        except StoreUnavailable as exc:
+            LOG.error('Cannot record webhook delivery outcomes: %s', exc)
+            return max(self._poll, UNAVAILABLE_BACKOFF_SECONDS)
         with self._lock:
             idle = self._workers - self._busy
         if not idle:
@@ -116,44 +131,54 @@ class Dispatcher:
 
     def _deliver(self, delivery):
         try:
-            self._record(delivery, *self._attempt(delivery))
-        except StoreUnavailable as exc:
-            LOG.error('Cannot record the delivery %(id)s to %(subscriber)s; '
-                      'it is tried again when its lease ends: %(exc)s',
-                      {'id': delivery.id, 'subscriber': delivery.subscriber,
-                       'exc': exc})
+            outcome = self._attempt(delivery)
         except Exception:
-            LOG.exception('Delivery %s to %s failed unexpectedly',
-                          delivery.id, delivery.subscriber)
-        finally:
-            with self._lock:
-                self._busy -= 1
-            self._wake.set()
+            LOG.exception('Delivery %s to %s failed unexpectedly; it is '
+                          'tried again when its lease ends', delivery.id,
+                          delivery.subscriber)
+            outcome = None
+        with self._lock:
+            if outcome is not None:
+                self._outcomes.append(outcome)
+            self._busy -= 1
+        self._wake.set()
 
     def _attempt(self, delivery):
-        """Post unless the lifecycle ended; return (event, error, due)."""
+        """Post unless the lifecycle ended; return the :class:`Outcome`."""
         if time.time() >= delivery.deadline:
-            return base.EXPIRED, 'the lifecycle ended before an attempt', None
+            return base.Outcome(delivery, base.EXPIRED, NO_ATTEMPT,
+                                now=time.time())
         error = self._task.attempt(delivery.subscriber, delivery.body,
                                    delivery.headers)
+        now = time.time()
         if error is None:
-            return base.DELIVERED, None, None
+            return base.Outcome(delivery, base.DELIVERED, now=now)
         delay = self._schedule(delivery).delay(delivery.attempts + 1,
                                                self._random)
         if delay is None:
-            return base.DROPPED, error, None
-        due = time.time() + delay
-        if due >= delivery.deadline:
-            return base.EXPIRED, error, None
-        return RETRIED, error, due
+            return base.Outcome(delivery, base.DROPPED, error, now=now)
+        if now + delay >= delivery.deadline:
+            return base.Outcome(delivery, base.EXPIRED, error, now=now)
+        return base.Outcome(delivery, RETRIED, error, now + delay, now)
 
-    def _record(self, delivery, event, error, due):
-        now = time.time()
-        if event == RETRIED:
-            kept = self._ledger.retry(delivery, due, error, now)
-        else:
-            kept = self._ledger.finish(delivery, event, error, now)
-        if not kept:
+    def _flush(self):
+        """Record the outcomes the threads left, in one call."""
+        with self._lock:
+            outcomes, self._outcomes = self._outcomes, []
+        if not outcomes:
+            return
+        try:
+            kept = self._ledger.record(outcomes)
+        except StoreUnavailable:
+            with self._lock:
+                self._outcomes[:0] = outcomes
+            raise
+        for outcome, recorded in zip(outcomes, kept):
+            self._log(outcome, recorded)
+
+    def _log(self, outcome, recorded):
+        delivery, event = outcome.delivery, outcome.event
+        if not recorded:
             LOG.warning('Could not record delivery %(id)s to %(subscriber)s '
                         '(%(event)s): its subscription was deleted, or its '
                         'lease ended and another process has it (raise '
@@ -172,9 +197,10 @@ class Dispatcher:
                 {'id': delivery.id, 'queue': delivery.queue,
                  'subscriber': delivery.subscriber,
                  'sub': delivery.subscription_id,
-                 'attempts': delivery.attempts + (error is not None),
-                 'error': error, 'event': _EVENTS[event] % {
-                     'delay': (due or now) - now}})
+                 'attempts': delivery.attempts + (outcome.error
+                                                  != NO_ATTEMPT),
+                 'error': outcome.error, 'event': _EVENTS[event] % {
+                     'delay': (outcome.due or outcome.now) - outcome.now}})
 
     def _schedule(self, delivery):
         key = delivery.strategy, json.dumps(delivery.policy, sort_keys=True)

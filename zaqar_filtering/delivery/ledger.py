@@ -27,31 +27,74 @@ claiming costs the same however many wait.
 
 import abc
 import dataclasses
+import typing
 
 #: Outcomes a finished delivery is counted under.
 DELIVERED = 'delivered'
 DROPPED = 'dropped'
 EXPIRED = 'expired'
 OUTCOMES = (DELIVERED, DROPPED, EXPIRED)
+#: A failed attempt, to be tried again at ``due``.
+RETRIED = 'retried'
 
 
 @dataclasses.dataclass(frozen=True)
-class NewDelivery:
-    """What the notifier records for one subscription and its messages.
+class Outcome:
+    """How an attempt went, for :meth:`Ledger.record`.
 
-    :ivar bodies: the request bodies, one per message, in order.
-    :ivar policy: the effective ``_retry_policy`` (for Zaqar's schedule).
+    :ivar event: one of OUTCOMES, or RETRIED.
+    :ivar due: when to try again (RETRIED only).
+    """
+    delivery: object
+    event: str
+    error: str = None
+    due: float = None
+    now: float = 0.0
+
+
+class Target(typing.NamedTuple):
+    """One subscription of a :class:`Batch` and what it gets.
+
+    A tuple (a post may have thousands; JSON encodes it as an array).
+
+    :ivar bodies: index in ``Batch.bodies`` of its request bodies.
+    :ivar headers: index in ``Batch.headers`` of its request headers.
+    :ivar policy: index in ``Batch.policies`` of its effective
+        ``_retry_policy`` (for Zaqar's schedule).
+    """
+    subscription_id: str
+    subscriber: str
+    strategy: str
+    bodies: int = 0
+    headers: int = 0
+    policy: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """One post's webhook deliveries: its messages to each target.
+
+    What several targets share (the request bodies, which differ only with
+    a ``post_data`` template; headers; policies) is listed once.
+
+    :ivar bodies: tuples of request bodies, one per message, in order.
+    :ivar headers: dicts of request headers.
+    :ivar policies: ``_retry_policy`` dicts.
+    :ivar targets: :class:`Target` tuples.
     """
     project: str
     queue: str
-    subscription_id: str
-    subscriber: str
-    headers: dict
-    strategy: str
-    policy: dict
     published: float
     deadline: float
     bodies: tuple
+    headers: tuple
+    policies: tuple
+    targets: tuple
+
+    @property
+    def size(self):
+        """How many deliveries the batch holds."""
+        return sum(len(self.bodies[t.bodies]) for t in self.targets)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,13 +153,12 @@ class Ledger(abc.ABC):
     """
 
     @abc.abstractmethod
-    def enqueue(self, new):
-        """Record a :class:`NewDelivery`, due now (or parked if it waits)."""
+    def enqueue(self, batch):
+        """Record a :class:`Batch` durably, in few round trips.
 
-    def enqueue_many(self, news):
-        """Record several :class:`NewDelivery` (one post's), in order."""
-        for new in news:
-            self.enqueue(new)
+        Its deliveries are due at once (or parked if they must wait); a
+        claim may first spread recorded batches into deliveries.
+        """
 
     @abc.abstractmethod
     def claim(self, now, limit, lease_seconds):
@@ -140,9 +182,22 @@ class Ledger(abc.ABC):
         :returns: False when the lease was lost (nothing is recorded).
         """
 
+    def record(self, outcomes):
+        """Record several outcomes; return, for each, whether it was kept.
+
+        :param outcomes: :class:`Outcome` tuples.
+        """
+        return [self.retry(o.delivery, o.due, o.error, o.now)
+                if o.event == RETRIED else
+                self.finish(o.delivery, o.event, o.error, o.now)
+                for o in outcomes]
+
     @abc.abstractmethod
     def next_due(self):
-        """Return when the next delivery is due (epoch seconds), or None."""
+        """Return when the next delivery is due (epoch seconds), or None.
+
+        A batch still to be spread into deliveries is due now.
+        """
 
     @abc.abstractmethod
     def stats(self, project=None, queue=None, subscription_id=None):

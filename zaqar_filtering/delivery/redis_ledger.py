@@ -12,10 +12,20 @@
 
 """The delivery ledger in redis (Zaqar's message store), with Lua scripts.
 
+A post costs one transaction, whatever its fan-out: the batch's shared
+parts in a hash, its targets in chunks, its id at the end of the inbox. A
+claim first spreads a few chunks of the oldest batches into deliveries,
+then hands due ones out.
+
 Keys, under ``zaqar_filtering.delivery.``:
 
+- ``inbox``: ids of batches still to be spread, oldest first.
+- ``batch.<bid>``: a batch's hash: project ``p``, queue ``q``, ``pub``,
+  ``dl``, bodies ``b<i>.<j>``, headers ``h<i>``, policies ``o<i>``; ``n``,
+  its pending deliveries, and ``x`` once it is spread (it goes when both
+  say it is done). ``batch.<bid>.t``: its chunks of targets to spread.
 - ``seq``: the last delivery id; ids grow in publication order.
-- ``e.<id>``: a hash per pending delivery.
+- ``e.<id>``: a hash per pending delivery (its body stays in the batch).
 - ``due``: sorted set of ids by due time (a claim moves it to the lease's
   end).
 - ``q.<sub>``: sorted set of a subscriber's pending ids, by id.
@@ -23,6 +33,8 @@ Keys, under ``zaqar_filtering.delivery.``:
 - ``b.<sub>``: the id that blocks a blocking subscriber.
 - ``s.<sub>``: a hash of the subscriber's counts and last error.
 - ``subs``: the set of subscribers with pending deliveries or counts.
+- ``gone.<sub>``: a deleted subscription, whose targets in batches not
+  yet spread are skipped (for :data:`FORGOTTEN_SECONDS`).
 
 ``<sub>`` is ``queue/subscription_id/project``: neither a queue name nor
 a subscription id contains a slash.
@@ -37,12 +49,21 @@ from zaqar_filtering.store.base import StoreUnavailable
 PREFIX = 'zaqar_filtering.delivery.'
 #: Due ids a claim looks at for each one it may hand out.
 SCAN_FACTOR = 4
+#: Deliveries per chunk of a batch (at least one target), and chunks a
+#: claim spreads at most: they bound how long one script holds redis.
+CHUNK_DELIVERIES = 250
+CHUNKS_PER_CLAIM = 4
 STORE = 'delivery ledger (redis)'
+#: How long a deleted subscription is remembered: longer than any batch
+#: waits to be spread.
+FORGOTTEN_SECONDS = 7 * 86400
 
-# Moves parked deliveries of subscriber KEY back to "due": all of them when
-# ALL is true, else only the subscriber's oldest pending one if parked.
-_UNPARK = """
-local function unpark(P, k, all)
+_COMMON = """
+local P = ARGV[1]
+
+-- Moves parked deliveries of subscriber k back to "due": all of them when
+-- all is true, else only the subscriber's oldest pending one if parked.
+local function unpark(k, all)
   local pkey = P .. 'p.' .. k
   if all then
     local parked = redis.call('ZRANGE', pkey, 0, -1, 'WITHSCORES')
@@ -61,46 +82,89 @@ local function unpark(P, k, all)
     end
   end
 end
-"""
 
-_ENQUEUE = """
-local P = ARGV[1]
-local d = cjson.decode(ARGV[2])
-local k = d.k
-local n = #d.bodies
-local last = redis.call('INCRBY', P .. 'seq', n)
-local qkey = P .. 'q.' .. k
-local waits = false
-if d.st == 'backoff' then
-  waits = redis.call('ZCARD', qkey) > 0
-elseif d.st == 'exponential_decay' then
-  waits = redis.call('EXISTS', P .. 'b.' .. k) == 1
-end
-redis.call('SADD', P .. 'subs', k)
-redis.call('HSET', P .. 's.' .. k, 'url', d.url)
-for i = 1, n do
-  local id = last - n + i
-  redis.call('HSET', P .. 'e.' .. id, 'k', k, 'url', d.url, 'st', d.st,
-             'pol', d.pol, 'hdr', d.hdr, 'pub', d.pub, 'dl', d.dl,
-             'a', 0, 'tok', '', 'body', d.bodies[i])
-  redis.call('ZADD', qkey, id, id)
-  if waits then
-    redis.call('ZADD', P .. 'p.' .. k, d.now, id)
-  else
-    redis.call('ZADD', P .. 'due', d.now, id)
-  end
-  if d.st == 'backoff' then
-    waits = true
+-- One delivery of a batch fewer is pending; the batch goes with its last.
+local function release(bid)
+  local bkey = P .. 'batch.' .. bid
+  local left = redis.call('HINCRBY', bkey, 'n', -1)
+  if left <= 0 and redis.call('HEXISTS', bkey, 'x') == 1 then
+    redis.call('DEL', bkey)
   end
 end
-return last
 """
 
-_CLAIM = """
-local P = ARGV[1]
-local limit = tonumber(ARGV[3])
-local ids = redis.call('ZRANGEBYSCORE', P .. 'due', '-inf', ARGV[2],
-                       'LIMIT', 0, limit * tonumber(ARGV[6]))
+_SPREAD = """
+-- Spreads up to ARGV[2] chunks of the oldest batches into deliveries.
+local function spread(chunks)
+  while chunks > 0 do
+    local bid = redis.call('LINDEX', P .. 'inbox', 0)
+    if not bid then
+      return
+    end
+    local bkey = P .. 'batch.' .. bid
+    local chunk = redis.call('LPOP', bkey .. '.t')
+    if not chunk then
+      redis.call('LPOP', P .. 'inbox')
+      redis.call('HSET', bkey, 'x', 1)
+      if tonumber(redis.call('HGET', bkey, 'n') or '0') <= 0 then
+        redis.call('DEL', bkey)
+      end
+    else
+      chunks = chunks - 1
+      local b = redis.call('HMGET', bkey, 'p', 'q', 'pub', 'dl', 'm')
+      local project, queue, pub, dl = b[1], b[2], b[3], b[4]
+      local counts = cjson.decode(b[5])
+      local spread_now = 0
+      for _, t in ipairs(cjson.decode(chunk)) do
+        local sid, url, st = t[1], t[2], t[3]
+        local k = queue .. '/' .. sid .. '/' .. project
+        local qkey = P .. 'q.' .. k
+        local count = counts[t[4] + 1]
+        if redis.call('EXISTS', P .. 'gone.' .. k) == 1 then
+          count = 0
+        end
+        local waits = false
+        if st == 'backoff' then
+          waits = redis.call('ZCARD', qkey) > 0
+        elseif st == 'exponential_decay' then
+          waits = redis.call('EXISTS', P .. 'b.' .. k) == 1
+        end
+        local hdr = redis.call('HGET', bkey, 'h' .. t[5])
+        local pol = redis.call('HGET', bkey, 'o' .. t[6])
+        local last = redis.call('INCRBY', P .. 'seq', count)
+        if count > 0 then
+          redis.call('SADD', P .. 'subs', k)
+          redis.call('HSET', P .. 's.' .. k, 'url', url)
+        end
+        for i = 1, count do
+          local id = last - count + i
+          redis.call('HSET', P .. 'e.' .. id, 'k', k, 'url', url, 'st', st,
+                     'pol', pol, 'hdr', hdr, 'pub', pub, 'dl', dl, 'a', 0,
+                     'tok', '', 'bid', bid,
+                     'body', 'b' .. t[4] .. '.' .. (i - 1))
+          redis.call('ZADD', qkey, id, id)
+          if waits then
+            redis.call('ZADD', P .. 'p.' .. k, pub, id)
+          else
+            redis.call('ZADD', P .. 'due', pub, id)
+          end
+          if st == 'backoff' then
+            waits = true
+          end
+        end
+        spread_now = spread_now + count
+      end
+      redis.call('HINCRBY', bkey, 'n', spread_now)
+    end
+  end
+end
+"""
+
+_CLAIM = _COMMON + _SPREAD + """
+spread(tonumber(ARGV[2]))
+local limit = tonumber(ARGV[4])
+local ids = redis.call('ZRANGEBYSCORE', P .. 'due', '-inf', ARGV[3],
+                       'LIMIT', 0, limit * tonumber(ARGV[7]))
 local out = {}
 for _, id in ipairs(ids) do
   if #out >= limit then
@@ -120,11 +184,14 @@ for _, id in ipairs(ids) do
       ok = (not b) or b == id
     end
     if ok then
-      redis.call('ZADD', P .. 'due', ARGV[4], id)
-      redis.call('HSET', ekey, 'tok', ARGV[5])
+      redis.call('ZADD', P .. 'due', ARGV[5], id)
+      redis.call('HSET', ekey, 'tok', ARGV[6])
       local row = redis.call('HGETALL', ekey)
+      local e = redis.call('HMGET', ekey, 'bid', 'body')
       table.insert(row, 'id')
       table.insert(row, id)
+      table.insert(row, 'text')
+      table.insert(row, redis.call('HGET', P .. 'batch.' .. e[1], e[2]))
       table.insert(out, row)
     else
       local score = redis.call('ZSCORE', P .. 'due', id)
@@ -158,15 +225,16 @@ end
 return 1
 """
 
-_FINISH = _UNPARK + """
-local P, id = ARGV[1], ARGV[2]
+_FINISH = _COMMON + """
+local id = ARGV[2]
 local ekey = P .. 'e.' .. id
-local f = redis.call('HMGET', ekey, 'k', 'tok', 'a')
+local f = redis.call('HMGET', ekey, 'k', 'tok', 'a', 'bid')
 if not f[1] or f[2] ~= ARGV[3] then
   return 0
 end
 local k = f[1]
 redis.call('DEL', ekey)
+release(f[4])
 redis.call('ZREM', P .. 'due', id)
 redis.call('ZREM', P .. 'q.' .. k, id)
 local skey = P .. 's.' .. k
@@ -181,23 +249,26 @@ local bkey = P .. 'b.' .. k
 local blocker = redis.call('GET', bkey)
 if blocker == id then
   redis.call('DEL', bkey)
-  unpark(P, k, true)
+  unpark(k, true)
 elseif not blocker then
-  unpark(P, k, false)
+  unpark(k, false)
 end
 return 1
 """
 
-_FORGET = """
-local P, k = ARGV[1], ARGV[2]
+_FORGET = _COMMON + """
+local k = ARGV[2]
 local ids = redis.call('ZRANGE', P .. 'q.' .. k, 0, -1)
 for _, id in ipairs(ids) do
+  release(redis.call('HGET', P .. 'e.' .. id, 'bid'))
   redis.call('DEL', P .. 'e.' .. id)
   redis.call('ZREM', P .. 'due', id)
 end
 redis.call('DEL', P .. 'q.' .. k, P .. 'p.' .. k, P .. 'b.' .. k,
            P .. 's.' .. k)
 redis.call('SREM', P .. 'subs', k)
+-- Targets of batches not spread yet are skipped when they are.
+redis.call('SET', P .. 'gone.' .. k, 1, 'EX', ARGV[3])
 return #ids
 """
 
@@ -223,7 +294,6 @@ class RedisLedger(base.Ledger):
         self._client = client
         self._errors = (redis.exceptions.ConnectionError,
                         redis.exceptions.TimeoutError)
-        self._enqueue = client.register_script(_ENQUEUE)
         self._claim = client.register_script(_CLAIM)
         self._retry = client.register_script(_RETRY)
         self._finish = client.register_script(_FINISH)
@@ -235,14 +305,31 @@ class RedisLedger(base.Ledger):
         except self._errors as exc:
             raise StoreUnavailable(STORE, exc) from exc
 
-    def enqueue(self, new):
-        self.enqueue_many([new])
-
-    def enqueue_many(self, news):
-        # One round trip for a post's deliveries, however many.
-        pipe = self._client.pipeline(transaction=False)
-        for new in news:
-            self._enqueue(args=[PREFIX, _payload(new)], client=pipe)
+    def enqueue(self, batch):
+        if not batch.targets:
+            return
+        bid = uuid.uuid4().hex
+        key = PREFIX + 'batch.' + bid
+        fields = {'p': batch.project or '', 'q': batch.queue,
+                  'pub': repr(batch.published), 'dl': repr(batch.deadline),
+                  'n': 0, 'm': json.dumps([len(b) for b in batch.bodies])}
+        for i, bodies in enumerate(batch.bodies):
+            for j, body in enumerate(bodies):
+                fields['b%d.%d' % (i, j)] = body
+        for i, headers in enumerate(batch.headers):
+            fields['h%d' % i] = json.dumps(headers)
+        for i, policy in enumerate(batch.policies):
+            fields['o%d' % i] = json.dumps(policy or {})
+        per_chunk = max(1, CHUNK_DELIVERIES // max(
+            1, max(len(b) for b in batch.bodies)))
+        targets = [[t.subscription_id, t.subscriber, t.strategy, t.bodies,
+                    t.headers, t.policy] for t in batch.targets]
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hset(key, mapping=fields)
+        pipe.rpush(key + '.t', *[
+            json.dumps(targets[i:i + per_chunk])
+            for i in range(0, len(targets), per_chunk)])
+        pipe.rpush(PREFIX + 'inbox', bid)
         self._call(pipe.execute)
 
     def claim(self, now, limit, lease_seconds):
@@ -250,8 +337,8 @@ class RedisLedger(base.Ledger):
             return []
         token = uuid.uuid4().hex
         rows = self._call(self._claim, args=[
-            PREFIX, repr(now), limit, repr(now + lease_seconds), token,
-            SCAN_FACTOR])
+            PREFIX, CHUNKS_PER_CLAIM, repr(now), limit,
+            repr(now + lease_seconds), token, SCAN_FACTOR])
         return [_delivery(row) for row in rows]
 
     def retry(self, delivery, due, error, now):
@@ -260,16 +347,33 @@ class RedisLedger(base.Ledger):
             repr(now)]))
 
     def finish(self, delivery, outcome, error, now):
-        if outcome not in base.OUTCOMES:
-            raise ValueError('outcome must be one of %s, not %r'
-                             % (', '.join(base.OUTCOMES), outcome))
+        _check_outcome(outcome)
         return bool(self._call(self._finish, args=[
             PREFIX, delivery.id, delivery.token, outcome, error or '',
             repr(now)]))
 
+    def record(self, outcomes):
+        # One round trip for many outcomes.
+        pipe = self._client.pipeline(transaction=False)
+        for o in outcomes:
+            if o.event == base.RETRIED:
+                self._retry(args=[PREFIX, o.delivery.id, o.delivery.token,
+                                  repr(o.due), o.error, repr(o.now)],
+                            client=pipe)
+            else:
+                _check_outcome(o.event)
+                self._finish(args=[PREFIX, o.delivery.id, o.delivery.token,
+                                   o.event, o.error or '', repr(o.now)],
+                             client=pipe)
+        return [bool(kept) for kept in self._call(pipe.execute)]
+
     def next_due(self):
-        first = self._call(self._client.zrange, PREFIX + 'due', 0, 0,
-                           withscores=True)
+        pipe = self._client.pipeline(transaction=False)
+        pipe.llen(PREFIX + 'inbox')
+        pipe.zrange(PREFIX + 'due', 0, 0, withscores=True)
+        waiting, first = self._call(pipe.execute)
+        if waiting:
+            return 0.0
         return first[0][1] if first else None
 
     def stats(self, project=None, queue=None, subscription_id=None):
@@ -305,17 +409,14 @@ class RedisLedger(base.Ledger):
 
     def forget(self, project, queue, subscription_id):
         return self._call(self._forget, args=[
-            PREFIX, subscriber_key(project, queue, subscription_id)])
+            PREFIX, subscriber_key(project, queue, subscription_id),
+            FORGOTTEN_SECONDS])
 
 
-def _payload(new):
-    return json.dumps({
-        'k': subscriber_key(new.project, new.queue, new.subscription_id),
-        'url': new.subscriber, 'st': new.strategy,
-        'pol': json.dumps(new.policy or {}), 'hdr': json.dumps(new.headers),
-        'pub': repr(new.published), 'dl': repr(new.deadline),
-        'now': repr(new.published), 'bodies': list(new.bodies),
-    })
+def _check_outcome(outcome):
+    if outcome not in base.OUTCOMES:
+        raise ValueError('outcome must be one of %s, not %r'
+                         % (', '.join(base.OUTCOMES), outcome))
 
 
 def _delivery(row):
@@ -327,5 +428,5 @@ def _delivery(row):
         subscription_id=sub_id, subscriber=fields['url'],
         headers=json.loads(fields['hdr']), strategy=fields['st'],
         policy=json.loads(fields['pol']), published=float(fields['pub']),
-        deadline=float(fields['dl']), body=fields['body'],
+        deadline=float(fields['dl']), body=fields['text'],
         attempts=int(fields['a']), token=fields['tok'])

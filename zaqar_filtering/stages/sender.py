@@ -23,6 +23,7 @@ Other schemes (mailto, trust+) run Zaqar's own tasks on a thread pool, as
 the stock notifier does.
 """
 
+import json
 import logging as std_logging
 import multiprocessing
 import os
@@ -185,25 +186,50 @@ class LedgerSender:
     def send(self, subscriptions, notifications, retry_policy, project=None):
         """Record a delivery of each notification to each subscription."""
         now = time.time()
-        batch = []
+        # What subscriptions share is encoded once. Most have no post_data
+        # template, post_headers or retry policy of their own: they share
+        # the first of each.
+        parts = {'bodies': {}, 'headers': {}, 'policies': {}}
+
+        def index(kind, key, make):
+            found = parts[kind].get(key)
+            if found is None:
+                found = parts[kind][key] = (len(parts[kind]), make())
+            return found[0]
+
+        shared = None
+        targets = []
         for subscription in subscriptions:
             options = subscription['options'] or {}
+            if shared is not None and not _OWN_DELIVERY_OPTIONS.intersection(
+                    options):
+                targets.append(ledger.Target(
+                    str(subscription['id']), subscription['subscriber'],
+                    *shared))
+                continue
             policy = retry.effective_policy(options.get(retry.OPTION),
                                             retry_policy)
-            bodies = []
-            for notification in notifications:
-                body, headers = webhook.payload(subscription, notification)
-                bodies.append(body)
-            batch.append(ledger.NewDelivery(
-                project=project,
-                queue=subscription['source'],
-                subscription_id=str(subscription['id']),
-                subscriber=subscription['subscriber'], headers=headers,
-                strategy=retry.strategy_of(policy), policy=policy,
-                published=now, deadline=now + self._lifecycle,
-                bodies=tuple(bodies)))
+            headers = webhook.payload_headers(subscription)
+            target = ledger.Target(
+                str(subscription['id']), subscription['subscriber'],
+                retry.strategy_of(policy),
+                index('bodies', options.get('post_data'), lambda: tuple(
+                    webhook.payload(subscription, n)[0]
+                    for n in notifications)),
+                index('headers', _key(headers), lambda: headers),
+                index('policies', _key(policy), lambda: policy))
+            if shared is None and not _OWN_DELIVERY_OPTIONS.intersection(
+                    options):
+                shared = target[2:]
+            targets.append(target)
+        batch = ledger.Batch(
+            project=project, queue=subscriptions[0]['source'],
+            published=now, deadline=now + self._lifecycle,
+            targets=tuple(targets),
+            **{kind: tuple(made for _, made in sorted(found.values()))
+               for kind, found in parts.items()})
         try:
-            self._ledger.enqueue_many(batch)
+            self._ledger.enqueue(batch)
         except StoreUnavailable as exc:
             if not self._unrecorded:
                 LOG.warning('Delivering webhooks unrecorded, with retries '
@@ -225,6 +251,14 @@ class LedgerSender:
     def close(self):
         """Let the delivery process finish its work and exit."""
         self.process.close()
+
+
+#: Subscription options that make its deliveries differ from the others'.
+_OWN_DELIVERY_OPTIONS = frozenset(['post_data', 'post_headers', retry.OPTION])
+
+
+def _key(value):
+    return json.dumps(value, sort_keys=True)
 
 
 def _python():

@@ -64,12 +64,17 @@ def payload(subscription, message, headers=None):
     subscription's ``post_headers`` over ``headers``.
     """
     options = subscription['options'] or {}
-    headers = dict(headers or {'Content-Type': 'application/json'})
-    headers.update(options.get('post_headers', {}))
     data = jsonutils.dumps(dict(message, queue_name=subscription['source']))
     if 'post_data' in options:
         data = options['post_data'].replace('"$zaqar_message$"', data)
-    return data, headers
+    return data, payload_headers(subscription, headers)
+
+
+def payload_headers(subscription, headers=None):
+    """Return the request headers of the subscription's deliveries."""
+    headers = dict(headers or {'Content-Type': 'application/json'})
+    headers.update((subscription['options'] or {}).get('post_headers', {}))
+    return headers
 
 
 class WebhookTask(webhook.WebhookTask):

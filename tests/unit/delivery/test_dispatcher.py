@@ -56,6 +56,9 @@ class UnavailableLedger:
     def claim(self, now, limit, lease_seconds):
         raise StoreUnavailable('delivery ledger (test)', 'refused')
 
+    def record(self, outcomes):
+        raise StoreUnavailable('delivery ledger (test)', 'refused')
+
 
 class TestDispatcher(unittest.TestCase):
 
@@ -67,6 +70,29 @@ class TestDispatcher(unittest.TestCase):
                           lease_seconds=30, poll_seconds=0.5,
                           report_seconds=60, executor=InlineExecutor())
 
+    def test_outcomes_are_recorded_by_the_next_step(self):
+        self.enqueue(bodies=('a', 'b'))
+        dispatcher = self.dispatcher(ScriptedTask())
+        dispatcher.step()
+        self.assertEqual((2, 0), (self.stats().pending,
+                                  self.stats().delivered))
+        dispatcher.step()
+        self.assertEqual((0, 2), (self.stats().pending,
+                                  self.stats().delivered))
+
+    def test_outcomes_wait_while_the_ledger_is_unreachable(self):
+        self.enqueue()
+        dispatcher = self.dispatcher(ScriptedTask())
+        dispatcher.step()
+        record, self.ledger.record = self.ledger.record, UnavailableLedger(
+        ).record
+        with self.assertLogs('zaqar_filtering.delivery.dispatcher',
+                             'ERROR'):
+            self.assertEqual(UNAVAILABLE_BACKOFF_SECONDS, dispatcher.step())
+        self.ledger.record = record
+        dispatcher.step()
+        self.assertEqual(1, self.stats().delivered)
+
     def enqueue(self, **kwargs):
         kwargs.setdefault('published', time.time())
         self.ledger.enqueue(ledger_contract.new(**kwargs))
@@ -74,6 +100,11 @@ class TestDispatcher(unittest.TestCase):
     def stats(self):
         [stats] = self.ledger.stats()
         return stats
+
+    def steps(self, dispatcher):
+        """Post what is due, then record how it went."""
+        dispatcher.step()
+        return dispatcher.step()
 
     def until_idle(self, dispatcher, most=20):
         for _ in range(most):
@@ -86,7 +117,7 @@ class TestDispatcher(unittest.TestCase):
     def test_a_2xx_answer_is_delivered(self):
         self.enqueue(bodies=('hello',))
         task = ScriptedTask()
-        self.dispatcher(task).step()
+        self.steps(self.dispatcher(task))
         self.assertEqual([('http://127.0.0.1:1/s1', 'hello',
                            {'Content-Type': 'application/json'})],
                          task.attempts)
@@ -99,7 +130,7 @@ class TestDispatcher(unittest.TestCase):
         task = ScriptedTask('HTTP 500')
         dispatcher = self.dispatcher(task)
         before = time.time()
-        dispatcher.step()
+        self.steps(dispatcher)
         stats = self.stats()
         self.assertEqual((1, 1, 'HTTP 500'), (stats.pending, stats.retrying,
                                               stats.last_error))
@@ -133,7 +164,7 @@ class TestDispatcher(unittest.TestCase):
     def test_a_retry_past_the_lifecycle_expires_now(self):
         self.enqueue(lifecycle=30)
         task = ScriptedTask('HTTP 500')
-        self.dispatcher(task).step()
+        self.steps(self.dispatcher(task))
         stats = self.stats()
         self.assertEqual((0, 1, 'HTTP 500'), (stats.pending, stats.expired,
                                               stats.last_error))
@@ -141,7 +172,7 @@ class TestDispatcher(unittest.TestCase):
     def test_an_ended_lifecycle_is_not_attempted(self):
         self.enqueue(published=time.time() - 100, lifecycle=10)
         task = ScriptedTask()
-        self.dispatcher(task).step()
+        self.steps(self.dispatcher(task))
         self.assertEqual([], task.attempts)
         self.assertEqual((1, 'the lifecycle ended before an attempt'),
                          (self.stats().expired, self.stats().last_error))

@@ -21,6 +21,7 @@ import socket
 import threading
 import time
 import unittest
+from unittest import mock
 import uuid
 
 import mongomock
@@ -32,6 +33,7 @@ from tests.ledger_contract import new
 from tests.ledger_contract import NOW
 from tests.unit.store import fixtures
 from zaqar_filtering.delivery import ledger as base
+from zaqar_filtering.delivery import mongo_ledger
 from zaqar_filtering.delivery.mongo_ledger import MongoLedger
 from zaqar_filtering.policy import retry
 from zaqar_filtering.store.base import StoreUnavailable
@@ -68,22 +70,132 @@ class SharedDatabase:
 
     def test_two_ledgers_never_claim_the_same_delivery(self):
         other = MongoLedger(self.database)
-        for sub in ('s1', 's2', 's3'):
-            self.ledger.enqueue(new(sub, strategy=retry.ZAQAR,
-                                    bodies=['%s-%d' % (sub, i)
-                                            for i in range(10)]))
+        subs = ['s%d' % i for i in range(120)]
+        self.ledger.enqueue(new(subs=subs, strategy=retry.ZAQAR,
+                                bodies=('a', 'b', 'c')))
         seen = []
         ledgers = [self.ledger, other]
         turn = 0
-        while True:
-            first = ledgers[turn % 2].claim(NOW, 4, LEASE)
-            second = ledgers[(turn + 1) % 2].claim(NOW, 3, LEASE)
-            if not first and not second:
-                break
-            seen.extend(d.id for d in first + second)
-            turn += 1
-        self.assertEqual(30, len(seen))
+        # Small spreads, so that both ledgers spread chunks in turn.
+        with mock.patch.object(mongo_ledger, 'SPREAD_PER_CLAIM', 50):
+            while turn < 1000:
+                first = ledgers[turn % 2].claim(NOW, 40, LEASE)
+                second = ledgers[(turn + 1) % 2].claim(NOW, 30, LEASE)
+                if not first and not second:
+                    break
+                seen.extend((d.id, d.subscription_id, d.body)
+                            for d in first + second)
+                turn += 1
+        self.assertEqual(360, len(seen))
         self.assertEqual(len(seen), len(set(seen)))
+        self.assertEqual(360, len({d[0] for d in seen}))
+        self.assertEqual(360, len({d[1:] for d in seen}))
+
+    def test_a_chunk_spread_again_after_its_spreader_died_is_not_doubled(self):
+        subs = ['s%d' % i for i in range(10)]
+        self.ledger.enqueue(new(subs=subs, strategy=retry.ZAQAR,
+                                bodies=('a', 'b')))
+        deliveries = self.database[mongo_ledger.DELIVERIES]
+        insert_many = deliveries.insert_many
+
+        def insert_half_then_die(docs, **kwargs):
+            insert_many(docs[:len(docs) // 2], **kwargs)
+            raise RuntimeError('the process died')
+
+        with mock.patch.object(self.ledger._deliveries, 'insert_many',
+                               insert_half_then_die):
+            self.assertRaises(RuntimeError, self.ledger.claim, NOW, 100,
+                              LEASE)
+        other = MongoLedger(self.database)
+        # The dead process's lease holds: what it inserted is handed out,
+        # the rest waits.
+        early = other.claim(NOW, 100, LEASE)
+        self.assertEqual(10, len(early))
+        for delivery in early[:6]:
+            self.assertTrue(other.finish(delivery, base.DELIVERED, None,
+                                         NOW))
+        for delivery in early[6:]:
+            self.assertTrue(other.retry(delivery, NOW + 1000, 'HTTP 500',
+                                        NOW))
+        # Spreading waits for the dead process's lease to end.
+        self.assertEqual(NOW + mongo_ledger.SPREAD_LEASE, other.next_due())
+        # Its lease ended: the chunk is spread again, without duplicates.
+        later = other.claim(NOW + mongo_ledger.SPREAD_LEASE + 1, 100, LEASE)
+        seen = [(d.subscription_id, d.body) for d in early + later]
+        self.assertEqual(20, len(seen))
+        self.assertEqual(20, len(set(seen)))
+        self.assertEqual(14, sum(s.pending for s in other.stats()))
+        batches = self.database[mongo_ledger.BATCHES]
+        [batch] = batches.find()
+        self.assertEqual((10, 14, False),
+                         (batch['spread'], batch['live'], batch['todo']))
+        # No tombstone is left once the chunk is committed.
+        self.assertEqual(14, deliveries.count_documents({}))
+        for delivery in later:
+            self.assertTrue(other.finish(delivery, base.DELIVERED, None,
+                                         NOW + 40))
+        again = other.claim(NOW + 1000, 100, LEASE)
+        self.assertEqual(sorted(d.id for d in early[6:]),
+                         sorted(d.id for d in again))
+        for delivery in again:
+            self.assertTrue(other.finish(delivery, base.DELIVERED, None,
+                                         NOW + 1000))
+        self.assertEqual(0, deliveries.count_documents({}))
+        self.assertEqual(0, batches.count_documents({}))
+        self.assertEqual(20, sum(s.delivered for s in other.stats()))
+
+    def test_a_finished_batch_leaves_nothing_behind(self):
+        subs = ['s%d' % i for i in range(30)]
+        self.ledger.enqueue(new(subs=subs, strategy=retry.BACKOFF,
+                                bodies=('a', 'b')))
+        self.ledger.enqueue(new('s1', bodies=('c',)))
+        with mock.patch.object(mongo_ledger, 'SPREAD_PER_CLAIM', 7):
+            for _ in range(100):
+                claimed = self.ledger.claim(NOW, 10, LEASE)
+                if not claimed and self.ledger.next_due() is None:
+                    break
+                for delivery in claimed:
+                    self.assertTrue(self.ledger.finish(
+                        delivery, base.DELIVERED, None, NOW))
+        self.assertEqual(61, sum(s.delivered for s in self.ledger.stats()))
+        self.assertIsNone(self.ledger.next_due())
+        for name in (mongo_ledger.BATCHES, mongo_ledger.DELIVERIES):
+            self.assertEqual(0, self.database[name].count_documents({}))
+
+    def test_forgotten_targets_of_a_batch_are_skipped_when_spread(self):
+        self.ledger.enqueue(new(subs=['s1', 's2'], bodies=('a',)))
+        self.assertEqual(0, self.ledger.forget('p', 'q', 's1'))
+        [delivery] = self.ledger.claim(NOW, 10, LEASE)
+        self.assertEqual('s2', delivery.subscription_id)
+        self.assertTrue(self.ledger.finish(delivery, base.DELIVERED, None,
+                                           NOW))
+        self.assertEqual(
+            0, self.database[mongo_ledger.BATCHES].count_documents({}))
+
+    def test_a_huge_batch_is_split_into_documents_in_order(self):
+        subs = ['s%d' % i for i in range(25)]
+        with mock.patch.object(mongo_ledger, 'BATCH_TARGETS', 10), \
+                mock.patch.object(mongo_ledger, 'MESSAGE_BITS', 1):
+            self.ledger.enqueue(new(subs=subs, strategy=retry.BACKOFF,
+                                    bodies=('a', 'b', 'c')))
+            batches = self.database[mongo_ledger.BATCHES]
+            # Two windows of messages, each in three parts of targets.
+            self.assertEqual(6, batches.count_documents({}))
+            order = []
+            for _ in range(20):
+                claimed = self.ledger.claim(NOW, 100, LEASE)
+                if not claimed:
+                    break
+                for delivery in claimed:
+                    order.append((delivery.subscription_id, delivery.body,
+                                  delivery.id))
+                    self.ledger.finish(delivery, base.DELIVERED, None, NOW)
+        self.assertEqual(75, len(order))
+        for sub in subs:
+            mine = [(i, body) for s, body, i in order if s == sub]
+            self.assertEqual(['a', 'b', 'c'], [body for _, body in mine])
+            self.assertEqual(sorted(mine), mine)
+        self.assertEqual(0, batches.count_documents({}))
 
     def test_a_delivery_claimed_since_it_was_read_is_skipped(self):
         other = MongoLedger(self.database)
@@ -118,6 +230,8 @@ class SharedDatabase:
 
     def test_times_are_kept_as_floats(self):
         self.ledger.enqueue(new(bodies=('a',), published=NOW + 0.25))
+        # Spread, not claimed yet.
+        self.assertEqual([], self.ledger.claim(NOW, 1, LEASE))
         self.assertEqual(NOW + 0.25, self.ledger.next_due())
         [delivery] = self.ledger.claim(NOW + 1, 1, LEASE)
         self.assertEqual((NOW + 0.25, NOW + 0.25 + 86400.0),
@@ -128,6 +242,7 @@ class SharedDatabase:
         # As if the subscriber's head was finished by another process
         # between enqueue's look at it and the insert.
         self.ledger.enqueue(new(strategy=retry.BACKOFF, bodies=('a',)))
+        self.assertEqual([], self.ledger.claim(NOW - 1, 10, LEASE))
         self.database['zaqar_filtering_deliveries'].update_many(
             {}, {'$set': {'parked': True}})
         self.ledger.enqueue(new(strategy=retry.BACKOFF, bodies=('b',)))

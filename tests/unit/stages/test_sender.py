@@ -29,10 +29,17 @@ class RecordingLedger:
         self.recorded = []
         self.down = False
 
-    def enqueue_many(self, news):
+    def enqueue(self, batch):
         if self.down:
             raise StoreUnavailable('delivery ledger (test)', 'refused')
-        self.recorded.extend(news)
+        self.recorded.append(batch)
+
+    def deliveries(self):
+        """(subscription, body, headers, strategy, policy) per delivery."""
+        return [(t.subscription_id, json.loads(body), b.headers[t.headers],
+                 t.strategy, b.policies[t.policy])
+                for b in self.recorded for t in b.targets
+                for body in b.bodies[t.bodies]]
 
 
 class RecordingProcess:
@@ -55,26 +62,32 @@ class TestLedgerSender(unittest.TestCase):
         self.process = RecordingProcess()
         self.sender = sender.LedgerSender(self.ledger, self.process, 600)
 
-    def test_records_one_delivery_per_subscription_and_wakes(self):
+    def test_records_one_batch_per_post_and_wakes(self):
         before = time.time()
         self.sender.send(
             [subscription('a'),
              subscription('b', post_data='{"m": "$zaqar_message$"}',
-                          post_headers={'X-Token': 't'})],
+                          post_headers={'X-Token': 't'}),
+             subscription('c')],
             [{'body': 1}, {'body': 2}], {}, project='p1')
-        a, b = self.ledger.recorded
-        self.assertEqual(('p1', 'orders', 'a', 'http://127.0.0.1:1/a'),
-                         (a.project, a.queue, a.subscription_id,
-                          a.subscriber))
-        self.assertEqual([{'body': 1, 'queue_name': 'orders'},
-                          {'body': 2, 'queue_name': 'orders'}],
-                         [json.loads(body) for body in a.bodies])
-        self.assertEqual({'m': {'body': 2, 'queue_name': 'orders'}},
-                         json.loads(b.bodies[1]))
-        self.assertEqual({'Content-Type': 'application/json',
-                          'X-Token': 't'}, b.headers)
-        self.assertGreaterEqual(a.published, before)
-        self.assertEqual(a.published + 600, a.deadline)
+        [batch] = self.ledger.recorded
+        self.assertEqual(('p1', 'orders'), (batch.project, batch.queue))
+        self.assertGreaterEqual(batch.published, before)
+        self.assertEqual(batch.published + 600, batch.deadline)
+        plain = {'Content-Type': 'application/json'}
+        self.assertEqual(
+            [('a', {'body': 1, 'queue_name': 'orders'}, plain),
+             ('a', {'body': 2, 'queue_name': 'orders'}, plain),
+             ('b', {'m': {'body': 1, 'queue_name': 'orders'}},
+              dict(plain, **{'X-Token': 't'})),
+             ('b', {'m': {'body': 2, 'queue_name': 'orders'}},
+              dict(plain, **{'X-Token': 't'})),
+             ('c', {'body': 1, 'queue_name': 'orders'}, plain),
+             ('c', {'body': 2, 'queue_name': 'orders'}, plain)],
+            [d[:3] for d in self.ledger.deliveries()])
+        # What a and c share is kept once.
+        self.assertEqual((2, 2, 1), (len(batch.bodies), len(batch.headers),
+                                     len(batch.policies)))
         self.assertEqual(['wake'], self.process.items)
 
     def test_strategy_follows_zaqars_override_rule(self):
@@ -96,8 +109,7 @@ class TestLedgerSender(unittest.TestCase):
              ('zaqar', 'zaqar', {'minimum_delay': 2}),
              ('own', 'backoff', dict(queue,
                                      ignore_subscription_override=True))],
-            [(d.subscription_id, d.strategy, d.policy)
-             for d in self.ledger.recorded])
+            [(d[0], d[3], d[4]) for d in self.ledger.deliveries()])
 
     def test_an_unreachable_ledger_hands_the_batch_over_unrecorded(self):
         self.ledger.down = True
