@@ -46,3 +46,11 @@ class FilteringMessagingClient(messaging_client.V2MessagingClient):
         """Return the number of messages stored in a queue."""
         resp, body = self.show_queue_stats(queue_name)
         return body['messages']['total']
+
+    def show_subscription_deliveries(self, queue_name, subscription_id):
+        """Return a subscription's delivery counts; expect 200."""
+        uri = '{0}/queues/{1}/subscriptions/{2}/deliveries'.format(
+            self.uri_prefix, queue_name, subscription_id)
+        resp, body = self.get(uri, headers=self.headers)
+        self.expected_success(200, resp.status)
+        return resp, json.loads(body)
