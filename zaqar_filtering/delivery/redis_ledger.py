@@ -322,8 +322,8 @@ class RedisLedger(base.Ledger):
             fields['o%d' % i] = json.dumps(policy or {})
         per_chunk = max(1, CHUNK_DELIVERIES // max(
             1, max(len(b) for b in batch.bodies)))
-        targets = [[t.subscription_id, t.subscriber, t.strategy, t.bodies,
-                    t.headers, t.policy] for t in batch.targets]
+        # JSON encodes each Target tuple as the array the script reads.
+        targets = batch.targets
         pipe = self._client.pipeline(transaction=True)
         pipe.hset(key, mapping=fields)
         pipe.rpush(key + '.t', *[
