@@ -123,8 +123,6 @@ class Dispatcher:
             self._busy += len(claimed)
         for delivery in claimed:
             self._executor.submit(self._deliver, delivery)
-        if len(claimed) == idle:
-            return self._poll
         if claimed or next_due is None:
             return self._poll
         return min(self._poll, max(0.0, next_due - time.time()))
@@ -203,14 +201,14 @@ class Dispatcher:
                      'delay': (outcome.due or outcome.now) - outcome.now}})
 
     def _schedule(self, delivery):
-        key = delivery.strategy, json.dumps(delivery.policy, sort_keys=True)
+        # Only Zaqar's schedule depends on more than the strategy.
+        key = delivery.strategy
+        if key == retry.ZAQAR:
+            key = json.dumps(delivery.policy, sort_keys=True)
         schedule = self._schedules.get(key)
         if schedule is None:
-            policy = delivery.policy
-            if delivery.strategy in retry.STRATEGIES:
-                policy = {retry.STRATEGY: delivery.strategy}
             schedule = self._schedules[key] = retry.schedule_for(
-                policy, self._settings)
+                delivery.strategy, self._settings, delivery.policy)
         return schedule
 
     def _maybe_report(self):

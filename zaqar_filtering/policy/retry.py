@@ -124,16 +124,14 @@ def strategy_of(policy):
 class Schedule:
     """When a failed delivery is tried again.
 
-    :ivar name: the strategy.
-    :ivar ordered: a subscriber gets one message at a time, in order.
-    :ivar blocking: once a retry fails, later messages wait for it.
+    (The order rules of the strategies, one message at a time for
+    ``backoff`` and blocking for ``exponential_decay``, are the delivery
+    ledger's: it keeps them by strategy name.)
+
     :ivar delays: seconds before each retry; ``None`` as the last item
         means the last delay repeats until the lifecycle ends.
     :ivar jitter: a retry waits between its delay and ``delay + jitter``.
     """
-    name: str
-    ordered: bool = False
-    blocking: bool = False
     delays: tuple = ()
     jitter: float = 0.0
 
@@ -155,12 +153,13 @@ class Schedule:
         return base + (random.uniform(0, self.jitter) if self.jitter else 0)
 
 
-def schedule_for(policy, settings):
-    """Return the :class:`Schedule` of an effective ``_retry_policy``."""
-    strategy = strategy_of(policy)
+def schedule_for(strategy, settings, policy=None):
+    """Return the :class:`Schedule` of a strategy (see :func:`strategy_of`).
+
+    :param policy: the effective ``_retry_policy``, for Zaqar's schedule.
+    """
     if strategy == BACKOFF:
-        return Schedule(BACKOFF, ordered=True,
-                        delays=(settings.backoff_min_seconds,)
+        return Schedule(delays=(settings.backoff_min_seconds,)
                         * settings.backoff_retries,
                         jitter=settings.backoff_max_seconds
                         - settings.backoff_min_seconds)
@@ -171,9 +170,8 @@ def schedule_for(policy, settings):
             delays.append(delay)
             delay *= 2
         delays.append(settings.decay_max_seconds)
-        return Schedule(EXPONENTIAL_DECAY, blocking=True,
-                        delays=tuple(delays) + (None,))
-    return Schedule(ZAQAR, delays=tuple(_zaqar_delays(policy)))
+        return Schedule(delays=tuple(delays) + (None,))
+    return Schedule(delays=tuple(_zaqar_delays(policy or {})))
 
 
 def _zaqar_delays(policy):

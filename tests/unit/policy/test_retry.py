@@ -102,18 +102,14 @@ class TestEffectivePolicy(unittest.TestCase):
 class TestSchedules(unittest.TestCase):
 
     def test_backoff_three_random_retries_then_drop(self):
-        schedule = retry.schedule_for(TestEffectivePolicy.SUB, SETTINGS)
-        self.assertTrue(schedule.ordered)
-        self.assertFalse(schedule.blocking)
+        schedule = retry.schedule_for(retry.BACKOFF, SETTINGS)
         found = delays(schedule)
         self.assertEqual(3, len(found))
         self.assertTrue(all(10 <= d <= 20 for d in found), found)
         self.assertGreater(len(set(found)), 1)
 
     def test_exponential_decay_doubles_to_512_until_the_lifecycle(self):
-        schedule = retry.schedule_for({}, SETTINGS)
-        self.assertTrue(schedule.blocking)
-        self.assertFalse(schedule.ordered)
+        schedule = retry.schedule_for(retry.EXPONENTIAL_DECAY, SETTINGS)
         found = delays(schedule)
         self.assertEqual(200, len(found))
         self.assertEqual([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 512],
@@ -129,14 +125,13 @@ class TestSchedules(unittest.TestCase):
                                        decay_first_seconds=0.25,
                                        decay_max_seconds=1)
         self.assertEqual([0.1], delays(retry.schedule_for(
-            TestEffectivePolicy.SUB, settings)))
+            retry.BACKOFF, settings)))
         self.assertEqual([0.25, 0.5, 1, 1], delays(retry.schedule_for(
-            {}, settings), most=4))
+            retry.EXPONENTIAL_DECAY, settings), most=4))
 
     def test_zaqar_defaults_keep_zaqars_schedule(self):
-        schedule = retry.schedule_for({'minimum_delay': 5}, SETTINGS)
-        self.assertEqual('zaqar', schedule.name)
-        self.assertFalse(schedule.ordered or schedule.blocking)
+        schedule = retry.schedule_for(retry.ZAQAR, SETTINGS,
+                                      {'minimum_delay': 5})
         self.assertEqual([0, 0, 0, 5, 5, 5, 5, 10, 15, 20, 25, 30, 30, 30],
                          delays(schedule))
 
@@ -151,14 +146,16 @@ class TestSchedules(unittest.TestCase):
                 ('exponential', [10, 14, 20, 29])]:
             with self.subTest(function=function):
                 found = delays(retry.schedule_for(
-                    dict(policy, retry_backoff_function=function), SETTINGS))
+                    retry.ZAQAR, SETTINGS,
+                    dict(policy, retry_backoff_function=function)))
                 self.assertEqual([0] + expected + [30], found)
 
     def test_no_retries(self):
         schedule = retry.schedule_for(
+            retry.ZAQAR, SETTINGS,
             {'retries_with_no_delay': 0, 'minimum_delay_retries': 0,
              'maximum_delay_retries': 0, 'minimum_delay': 5,
-             'maximum_delay': 5}, SETTINGS)
+             'maximum_delay': 5})
         self.assertEqual([], delays(schedule))
         self.assertRaises(ValueError, schedule.delay, 0, random.Random())
 
@@ -175,4 +172,5 @@ class TestSchedules(unittest.TestCase):
                               'retry_backoff_function': function}
                     self.assertEqual(
                         list(zaqars(low, high, 5)),
-                        delays(retry.schedule_for(policy, SETTINGS)))
+                        delays(retry.schedule_for(retry.ZAQAR, SETTINGS,
+                                                  policy)))
