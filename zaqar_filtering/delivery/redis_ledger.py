@@ -382,16 +382,21 @@ class RedisLedger(base.Ledger):
         else:
             keys = sorted(_text(k) for k in self._call(
                 self._client.smembers, PREFIX + 'subs'))
-        found = []
+        selected = []
         for key in keys:
             q, sub_id, proj = key.split('/', 2)
-            if ((project is not None and proj != (project or ''))
-                    or (queue is not None and q != queue)):
-                continue
-            pipe = self._client.pipeline(transaction=False)
+            if ((project is None or proj == (project or ''))
+                    and (queue is None or q == queue)):
+                selected.append((key, q, sub_id, proj))
+        # One round trip for all of them.
+        pipe = self._client.pipeline(transaction=False)
+        for key, _, _, _ in selected:
             pipe.hgetall(PREFIX + 's.' + key)
             pipe.zcard(PREFIX + 'q.' + key)
-            counts, pending = self._call(pipe.execute)
+        answers = self._call(pipe.execute)
+        found = []
+        for (key, q, sub_id, proj), counts, pending in zip(
+                selected, answers[0::2], answers[1::2]):
             counts = {_text(k): _text(v) for k, v in counts.items()}
             if not counts and not pending:
                 continue

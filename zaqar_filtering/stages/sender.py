@@ -201,8 +201,8 @@ class LedgerSender:
         targets = []
         for subscription in subscriptions:
             options = subscription['options'] or {}
-            if shared is not None and not _OWN_DELIVERY_OPTIONS.intersection(
-                    options):
+            own = not _OWN_DELIVERY_OPTIONS.isdisjoint(options)
+            if not own and shared is not None:
                 targets.append(ledger.Target(
                     str(subscription['id']), subscription['subscriber'],
                     *shared))
@@ -218,8 +218,7 @@ class LedgerSender:
                     for n in notifications)),
                 index('headers', _key(headers), lambda: headers),
                 index('policies', _key(policy), lambda: policy))
-            if shared is None and not _OWN_DELIVERY_OPTIONS.intersection(
-                    options):
+            if not own:
                 shared = target[2:]
             targets.append(target)
         batch = ledger.Batch(
