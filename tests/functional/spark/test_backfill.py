@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 import unittest
-import uuid
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
                                     '..'))
@@ -264,22 +263,13 @@ class BackfillTest(unittest.TestCase):
                           summary['stale'], summary['orphaned']))
 
     def test_mongodb_source_and_store(self):
-        uri = os.environ.get(fixtures.MONGODB_URL_VARIABLE)
-        if not uri:
-            self.skipTest('%s is not set: skipped the backfill from and to '
-                          'a real MongoDB (the data source and the write '
-                          'path ran against mongomock in '
-                          'tests.unit.spark.test_mongo_source)'
-                          % fixtures.MONGODB_URL_VARIABLE)
+        uri, client = fixtures.real_server(
+            self, 'the backfill from and to MongoDB (the data source and '
+                  'the write path ran against mongomock in '
+                  'tests.unit.spark.test_mongo_source)')
         import bson
-        import pymongo
-        client = pymongo.MongoClient(uri, tz_aware=True)
-        self.addCleanup(client.close)
-        suffix = uuid.uuid4().hex[:12]
-        subs_db = 'zaqar_filtering_test_subs_%s' % suffix
-        store_db = 'zaqar_filtering_test_store_%s' % suffix
-        self.addCleanup(client.drop_database, subs_db)
-        self.addCleanup(client.drop_database, store_db)
+        subs_db = fixtures.fresh_database(self, client, 'subs_')
+        store_db = fixtures.fresh_database(self, client, 'store_')
         expires = (datetime.datetime.now(datetime.timezone.utc)
                    + datetime.timedelta(hours=1))
         docs = []

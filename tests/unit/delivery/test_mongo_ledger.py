@@ -16,13 +16,11 @@ The real-server classes run when ZAQAR_FILTERING_TEST_MONGODB_URL is set
 and skip, saying so, otherwise.
 """
 
-import os
 import socket
 import threading
 import time
 import unittest
 from unittest import mock
-import uuid
 
 import mongomock
 import pymongo
@@ -46,16 +44,9 @@ def mongomock_database():
 
 def real_database(testcase):
     """Return a fresh database of the real test server, or skip."""
-    uri = os.environ.get(fixtures.MONGODB_URL_VARIABLE)
-    if not uri:
-        testcase.skipTest('%s is not set: skipped the ledger suite against '
-                          'a real MongoDB (it ran against mongomock)'
-                          % fixtures.MONGODB_URL_VARIABLE)
-    name = 'zaqar_filtering_test_%s' % uuid.uuid4().hex[:12]
-    client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
-    testcase.addCleanup(client.close)
-    testcase.addCleanup(client.drop_database, name)
-    return client[name]
+    _, client = fixtures.real_server(
+        testcase, 'the ledger suite (it ran against mongomock)')
+    return client[fixtures.fresh_database(testcase, client)]
 
 
 class SharedDatabase:

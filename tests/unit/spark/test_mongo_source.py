@@ -208,23 +208,16 @@ class RealMongoSourceTest(MongoSourceTest):
     """The reader against a real MongoDB, when the variable names one."""
 
     def setUp(self):
-        uri = os.environ.get(fixtures.MONGODB_URL_VARIABLE)
-        if not uri:
-            self.skipTest('%s is not set: skipped the data source against '
-                          'a real MongoDB (it ran against mongomock)'
-                          % fixtures.MONGODB_URL_VARIABLE)
-        import pymongo
-        self.client = pymongo.MongoClient(uri, tz_aware=True)
-        self.addCleanup(self.client.close)
-        name = 'zaqar_filtering_test_%s' % bson.ObjectId()
-        self.addCleanup(self.client.drop_database, name)
+        self.uri, self.client = fixtures.real_server(
+            self, 'the data source (it ran against mongomock)')
+        name = fixtures.fresh_database(self, self.client)
         self.coll = self.client[name].subscriptions
         self.docs = documents(23)
         self.coll.insert_many(self.docs)
         self.database = name
 
     def reader(self, **options):
-        options.setdefault('uri', os.environ[fixtures.MONGODB_URL_VARIABLE])
+        options.setdefault('uri', self.uri)
         options.setdefault('database', self.database)
         return mongo_source.MongoReader(options)
 

@@ -17,6 +17,7 @@ import socket
 import uuid
 
 import mongomock
+import pymongo
 
 from zaqar_filtering.store.mongodb import MongoStore
 
@@ -30,22 +31,37 @@ def mongomock_store():
                               client=mongomock.MongoClient(tz_aware=True))
 
 
-def real_store(testcase):
-    """Return a MongoStore on a fresh database of the real test server.
+def real_server(testcase, what):
+    """Return ``(uri, client)`` of the real test server, or skip the test.
 
-    Skips the test, saying why, when the variable is not set; the database
-    is dropped after the test.
+    :param what: what is skipped without it, for the skip message.
     """
     uri = os.environ.get(MONGODB_URL_VARIABLE)
     if not uri:
-        testcase.skipTest('%s is not set: skipped the suite against a real '
-                          'MongoDB (it ran against mongomock)'
-                          % MONGODB_URL_VARIABLE)
-    database = 'zaqar_filtering_test_%s' % uuid.uuid4().hex[:12]
-    store = MongoStore.for_uri(uri, database=database)
-    testcase.addCleanup(store.close)
-    testcase.addCleanup(store._client.drop_database, database)
-    return store
+        testcase.skipTest('%s is not set: skipped %s against a real MongoDB'
+                          % (MONGODB_URL_VARIABLE, what))
+    client = pymongo.MongoClient(uri, tz_aware=True,
+                                 serverSelectionTimeoutMS=5000)
+    testcase.addCleanup(client.close)
+    return uri, client
+
+
+def fresh_database(testcase, client, kind=''):
+    """Return the name of a new database, dropped after the test."""
+    name = 'zaqar_filtering_test_%s%s' % (kind, uuid.uuid4().hex[:12])
+    testcase.addCleanup(client.drop_database, name)
+    return name
+
+
+def real_store(testcase):
+    """Return a MongoStore on a fresh database of the real test server.
+
+    Skips the test, saying why, when the variable is not set.
+    """
+    uri, client = real_server(testcase, 'the store suite (it ran against '
+                                        'mongomock)')
+    return MongoStore.for_uri(uri, client=client,
+                              database=fresh_database(testcase, client))
 
 
 def unreachable_store():
