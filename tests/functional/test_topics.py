@@ -19,10 +19,17 @@ missing target queue is a retried, visible failure, and projects stay
 apart.
 """
 
+import shutil
+import tempfile
+import unittest
 import uuid
+
+import redis
 
 from tests.functional import base
 from tests.functional import test_retries
+from tests.unit import test_topic_store
+from zaqar_filtering import topic_store
 
 BACKOFF = test_retries.BACKOFF
 
@@ -300,3 +307,23 @@ class TopicDeliveryTest(TopicTestCase):
                                                 sub_id)).status_code)
         listed = other.get('/v2/topics').json()['topics']
         self.assertNotIn(self.topic, [t['name'] for t in listed])
+
+
+class TestRedisTopics(test_topic_store.TopicsContract, unittest.TestCase):
+    """The redis topic registry, on a real redis."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        workdir = tempfile.mkdtemp(prefix='zaqar-filtering-topics-')
+        cls.addClassCleanup(shutil.rmtree, workdir, ignore_errors=True)
+        cls.redis = base.RedisServer(workdir)
+        cls.addClassCleanup(cls.redis.stop)
+        cls.redis.start()
+
+    def setUp(self):
+        super().setUp()
+        client = redis.Redis.from_url(self.redis.uri)
+        self.addCleanup(client.close)
+        client.flushdb()
+        self.topics = topic_store.RedisTopics(client)
