@@ -88,6 +88,13 @@ RETRY_FAILS = {'A': lambda n: n >= 100, 'B': lambda n: n % 5 == 0 and n < 150,
                'C': lambda n: False}
 
 #: Seconds to wait for the deliveries CMQ promises.
+TOPIC = 'orders'
+#: Target queues and the tag each subscribes to, in the topic scene.
+TOPIC_QUEUES = {'orders-placed': 'order_placed',
+                'orders-cancelled': 'order_cancelled'}
+TOPIC_TAGS = ['order_placed', 'order_cancelled', 'order_placed',
+              'order_shipped', 'order_placed', 'order_cancelled']
+
 DELIVERY_TIMEOUT = 30
 #: Seconds without a new delivery after which deliveries count as settled
 #: (a delivery that should not happen would show up within it).
@@ -276,6 +283,53 @@ def retry_scenario(client, receiver, server):
     return ok
 
 
+def topic_scenario(client):
+    """An orders topic fanned out into two queues; True if as expected."""
+    _check(client.put('/v2/topics/' + TOPIC, json={}), 201,
+           'creating topic ' + TOPIC)
+    for queue, tag in TOPIC_QUEUES.items():
+        _check(client.create_queue(queue), 201, 'creating ' + queue)
+        _check(client.post('/v2/topics/%s/subscriptions' % TOPIC, json={
+            'subscriber': 'queue:' + queue, 'ttl': 3600,
+            'options': {'filter_policies': [tag]}}), 201,
+            'subscribing queue:%s to %s' % (queue, TOPIC))
+    published = [(n, tag) for n, tag in enumerate(TOPIC_TAGS)]
+    _check(client.post('/v2/topics/%s/messages' % TOPIC, json={'messages': [
+        {'ttl': 300, 'body': {'order': n, 'event': tag},
+         'filter_policies': [tag]} for n, tag in published]}), 201,
+        'publishing to ' + TOPIC)
+    print('\n5. Topic -> queues (CMQ): %d orders published to topic %s; '
+          'queue:%s subscribes to order_placed,\n   queue:%s to '
+          'order_cancelled; each queue is then claimed\n'
+          % (len(published), TOPIC, *TOPIC_QUEUES))
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    rows = []
+    ok = True
+    for queue, tag in TOPIC_QUEUES.items():
+        expected = sorted(n for n, t in published if t == tag)
+        while (client.total_messages(queue) < len(expected)
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        response = _check(client.post(
+            '/v2/queues/%s/claims' % queue, params={'limit': 20},
+            json={'ttl': 60, 'grace': 60}), 201, 'claiming from ' + queue)
+        claimed = sorted(m['body']['order'] for m in response.json()[
+            'messages'])
+        good = claimed == expected
+        ok = ok and good
+        rows.append([queue, tag, ' '.join(map(str, claimed)),
+                     ' '.join(map(str, expected)), 'ok' if good else 'WRONG'])
+    stats = _check(client.get('/v2/topics/%s/stats' % TOPIC), 200,
+                   'topic stats')
+    retained = stats.json()['messages']['retained']
+    ok = ok and retained == 0
+    print(demo.table(['queue', 'subscribed to', 'orders claimed',
+                      'expected', ''], rows))
+    print('\n  Topic %s retains %d messages (it keeps none once '
+          'delivered).' % (TOPIC, retained))
+    return ok
+
+
 def run(workdir):
     started = []
     try:
@@ -302,7 +356,8 @@ def run(workdir):
             results = [tag_scenario(client, receiver),
                        key_scenario(client, receiver),
                        invalid_subscription(client, receiver),
-                       retry_scenario(client, receiver, server)]
+                       retry_scenario(client, receiver, server),
+                       topic_scenario(client)]
         finally:
             client.close()
         return all(results)

@@ -13,15 +13,21 @@
 """Zaqar's WSGI transport driver with the filtering resources.
 
 The messages collection keeps the message filter fields; a subscription's
-``deliveries`` tell what the delivery ledger holds for it.
+``deliveries`` tell what the delivery ledger holds for it; ``queue:``
+subscribers are accepted; the topic routes are ours
+(:mod:`zaqar_filtering.api.topics`).
 """
 
 from zaqar.transport.wsgi import driver
 
 from zaqar_filtering.api import deliveries
 from zaqar_filtering.api import messages
+from zaqar_filtering.api import topics
+from zaqar_filtering.api import validation
 from zaqar_filtering import opts
+from zaqar_filtering.stages import notifier
 from zaqar_filtering import store as policy_store
+from zaqar_filtering import topic_store
 
 # The v2 route of the messages collection, as Zaqar declares it
 # (zaqar.transport.wsgi.v2_0.public_endpoints). Adding a route with the
@@ -37,6 +43,8 @@ class Driver(driver.Driver):
     """
 
     def _init_routes(self):
+        # Zaqar's validator, with queue: subscribers; the routes take it.
+        self._validate = validation.Validator(self._conf)
         super()._init_routes()
         # Zaqar wraps self.app in its middleware only after this method
         # returns, so self.app is still the bare falcon.App here.
@@ -53,3 +61,26 @@ class Driver(driver.Driver):
         self.app.add_route(deliveries.ROUTE, deliveries.DeliveriesResource(
             storage.subscription_controller,
             policy_store.shared_store(self._conf).delivery_ledger()))
+        self._init_topic_routes()
+
+    def _init_topic_routes(self):
+        # Replaces Zaqar's topic routes (same templates).
+        ledger = policy_store.shared_store(self._conf).delivery_ledger()
+        self._topics = topic_store.LazyTopics(self._conf)
+        for route, resource in topics.routes(
+                self, self._topics, ledger,
+                self._topic_stage, opts.limits_from_conf(self._conf)):
+            self.app.add_route(route, resource)
+
+    def _topic_stage(self):
+        """Return a notifier stage delivering topic messages."""
+        # Zaqar's own controllers, without the pipeline, as the message
+        # pipeline hands them to its stages.
+        raw = getattr(self._storage, '_storage', self._storage)
+        return notifier.NotifierStage(
+            subscription_controller=raw.subscription_controller,
+            queue_controller=topics.TopicsAsQueues(self._topics,
+                                                   sources=True),
+            max_notifier_workers=self._conf.notification.max_notifier_workers,
+            require_confirmation=(
+                self._conf.notification.require_confirmation))

@@ -45,8 +45,8 @@ class Dispatcher:
     """Claims due deliveries and posts them on a thread pool.
 
     :param ledger: a :class:`~zaqar_filtering.delivery.ledger.Ledger`.
-    :param task: what posts: ``attempt(subscriber, body, headers)``
-        returns None on success, else the error as text.
+    :param task: what posts: ``attempt(subscriber, body, headers,
+        project=...)`` returns None on success, else the error as text.
     :param settings: the :class:`~zaqar_filtering.policy.retry.
         RetrySettings`.
     :param workers: delivery threads.
@@ -147,7 +147,7 @@ class Dispatcher:
             return base.Outcome(delivery, base.EXPIRED, NO_ATTEMPT,
                                 now=time.time())
         error = self._task.attempt(delivery.subscriber, delivery.body,
-                                   delivery.headers)
+                                   delivery.headers, project=delivery.project)
         now = time.time()
         if error is None:
             return base.Outcome(delivery, base.DELIVERED, now=now)

@@ -84,7 +84,8 @@ def serve(work, args, workers, parent_pid):
     opts.register_opts(conf)
     group = conf[opts.DELIVERY_GROUP_NAME]
     ledger = policy_store.load_store(conf).delivery_ledger()
-    tasks = webhook.load_tasks(conf[opts.GROUP_NAME].delivery_timeout_seconds)
+    tasks = webhook.load_tasks(conf[opts.GROUP_NAME].delivery_timeout_seconds,
+                               conf)
     dispatcher = Dispatcher(
         ledger, tasks, opts.retry_settings_from_conf(conf), workers,
         group.lease_seconds, group.poll_seconds, group.report_seconds)
@@ -92,23 +93,29 @@ def serve(work, args, workers, parent_pid):
         max_workers=workers, thread_name_prefix='zaqar-filtering-unrecorded')
     stop = threading.Event()
 
+    def handle(item):
+        if isinstance(item, tuple):
+            subscriptions, notifications, retry_policy = item
+            for subscription in subscriptions:
+                unrecorded.submit(tasks.execute, subscription,
+                                  notifications,
+                                  queue_retry_policy=retry_policy)
+        dispatcher.wake()
+
+    _deliver_here(conf, ledger, handle)
+
     def listen():
         while not stop.is_set():
             try:
                 item = work.get(timeout=PARENT_CHECK_SECONDS)
             except queue_module.Empty:
+                item = None
                 if os.getppid() != parent_pid:
                     stop.set()
             else:
                 if item is None:
                     stop.set()
-                elif isinstance(item, tuple):
-                    subscriptions, notifications, retry_policy = item
-                    for subscription in subscriptions:
-                        unrecorded.submit(tasks.execute, subscription,
-                                          notifications,
-                                          queue_retry_policy=retry_policy)
-            dispatcher.wake()
+            handle(item)
 
     listener = threading.Thread(target=listen, name='zaqar-filtering-wake',
                                 daemon=True)
@@ -117,3 +124,37 @@ def serve(work, args, workers, parent_pid):
              type(ledger).__name__, workers)
     dispatcher.run(stop.is_set)
     unrecorded.shutdown(wait=True)
+
+
+class _Here:
+    """Hands a delivery process's own posts to its dispatcher.
+
+    What :class:`~zaqar_filtering.stages.sender.DeliveryProcess` is to a
+    server: ``put`` takes what a post hands over.
+    """
+
+    def __init__(self, handle):
+        self.put = handle
+
+    def start(self):
+        """Nothing to start: this is the delivery process."""
+
+    def close(self):
+        """Nothing to stop here."""
+
+
+def _deliver_here(conf, ledger, handle):
+    """Have this process's own posts delivered by ``handle``.
+
+    A ``queue:`` delivery posts into a queue through Zaqar's pipeline, and
+    that queue's subscriptions are recorded in the ledger by the notifier
+    stage of this process: they wake this process's dispatcher instead of
+    starting a delivery process of their own.
+    """
+    # The notifier stage imports this module.
+    from zaqar_filtering.stages import notifier
+    from zaqar_filtering.stages import sender
+
+    lifecycle = conf[opts.DELIVERY_GROUP_NAME].lifecycle_seconds
+    notifier.use_webhook_sender(conf, sender.LedgerSender(
+        ledger, _Here(handle), lifecycle))

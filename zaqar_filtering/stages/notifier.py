@@ -42,6 +42,7 @@ from zaqar_filtering import InvalidPolicy
 from zaqar_filtering import opts
 from zaqar_filtering.policy.message import with_body_fields
 from zaqar_filtering.stages.matcher_cache import MatcherCache
+from zaqar_filtering.stages import queue_task
 from zaqar_filtering.stages import sender
 from zaqar_filtering import store as policy_store
 
@@ -184,6 +185,9 @@ def _default_senders(conf, workers, timeout, store, start):
     if start and isinstance(webhooks, sender.LedgerSender):
         webhooks.start()
     senders.update(http=webhooks, https=webhooks)
+    senders.pop(queue_task.SCHEME, None)
+    if isinstance(webhooks, sender.LedgerSender):
+        senders[queue_task.SCHEME] = queue_task.QueueSender(webhooks)
     return senders
 
 
@@ -216,6 +220,16 @@ def _webhook_sender(conf, workers, timeout, store):
                 conf[opts.DELIVERY_GROUP_NAME].lifecycle_seconds)
         _WEBHOOK_SENDERS[id(conf)] = found
         return found
+
+
+def use_webhook_sender(conf, found):
+    """Make ``found`` this process's webhook sender for ``conf``.
+
+    The delivery process sets its own (see
+    :mod:`zaqar_filtering.delivery.process`).
+    """
+    with _WEBHOOK_SENDERS_LOCK:
+        _WEBHOOK_SENDERS[id(conf)] = found
 
 
 def _load_tasks():

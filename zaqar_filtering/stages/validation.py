@@ -28,6 +28,7 @@ from zaqar.transport import validation
 from zaqar_filtering import InvalidPolicy
 from zaqar_filtering import opts
 from zaqar_filtering.stages import matcher_cache
+from zaqar_filtering.stages import queue_task
 from zaqar_filtering.stages import store_sync
 from zaqar_filtering import store as policy_store
 from zaqar_filtering.store.base import StoreUnavailable
@@ -54,11 +55,15 @@ class ValidationStage:
 
     def create(self, queue, subscriber, ttl, options, project=None):
         self._normalize(options)
+        self._check_subscriber(subscriber, options)
         self._changing(project, queue)
 
     def update(self, queue, subscription_id, project=None, **kwargs):
         if 'options' in kwargs:
             self._normalize(kwargs['options'])
+        if 'subscriber' in kwargs:
+            self._check_subscriber(kwargs['subscriber'],
+                                   kwargs.get('options'))
         self._changing(project, queue)
 
     def delete(self, queue, subscription_id, project=None):
@@ -87,6 +92,15 @@ class ValidationStage:
             raise
         if started is not None:
             self._syncer.changed(project, queue, started)
+
+    def _check_subscriber(self, subscriber, options):
+        if not queue_task.is_queue_subscriber(subscriber):
+            return
+        try:
+            queue_task.check_subscription(subscriber, options,
+                                          self._store.delivery_ledger())
+        except InvalidPolicy as exc:
+            raise validation.ValidationFailed('{}', str(exc))
 
     def _normalize(self, options):
         try:

@@ -81,9 +81,10 @@ class WebhookTask(webhook.WebhookTask):
     """Delivers notifications to ``http`` and ``https`` subscribers.
 
     :param timeout: seconds to wait for a connection and for an answer.
+    :param conf: unused (the signature of the delivery tasks).
     """
 
-    def __init__(self, timeout):
+    def __init__(self, timeout, conf=None):
         self._timeout = timeout
         self._local = threading.local()
         self._tls = ssl.create_default_context()
@@ -104,7 +105,7 @@ class WebhookTask(webhook.WebhookTask):
                                  subscription['subscriber'], data,
                                  post_headers)
 
-    def attempt(self, subscriber, data, headers):
+    def attempt(self, subscriber, data, headers, project=None):
         """Post once; return None on a 2xx answer, else what went wrong."""
         try:
             status = self._request(subscriber, data.encode('utf-8'), headers)
@@ -209,13 +210,17 @@ class SchemeTasks:
             raise ValueError('no delivery task for the scheme %r of %s in '
                              '%s' % (scheme, subscriber, TASKS_NAMESPACE))
 
-    def attempt(self, subscriber, data, headers):
-        """Post once with the subscriber's task (see WebhookTask.attempt)."""
+    def attempt(self, subscriber, data, headers, project=None):
+        """Post once with the subscriber's task (see WebhookTask.attempt).
+
+        :param project: the project of the subscription, for the tasks
+            that deliver inside Zaqar (``queue:``).
+        """
         try:
             task = self._task(subscriber)
         except ValueError as exc:
             return str(exc)
-        return task.attempt(subscriber, data, headers)
+        return task.attempt(subscriber, data, headers, project=project)
 
     def execute(self, subscription, messages, **kwargs):
         """Deliver with retries (see WebhookTask.execute)."""
@@ -223,10 +228,14 @@ class SchemeTasks:
                                                        messages, **kwargs)
 
 
-def load_tasks(timeout):
-    """Load our delivery tasks once, as a :class:`SchemeTasks`."""
+def load_tasks(timeout, conf=None):
+    """Load our delivery tasks once, as a :class:`SchemeTasks`.
+
+    :param conf: zaqar.conf, for the tasks that deliver inside Zaqar.
+    """
     manager = stevedore.ExtensionManager(
-        TASKS_NAMESPACE, invoke_on_load=True, invoke_kwds={'timeout': timeout},
+        TASKS_NAMESPACE, invoke_on_load=True,
+        invoke_kwds={'timeout': timeout, 'conf': conf},
         on_load_failure_callback=_task_failed)
     if not manager.names():
         raise RuntimeError('No delivery task found in the entry point '

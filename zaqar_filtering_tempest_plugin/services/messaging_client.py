@@ -54,3 +54,42 @@ class FilteringMessagingClient(messaging_client.V2MessagingClient):
         resp, body = self.get(uri, headers=self.headers)
         self.expected_success(200, resp.status)
         return resp, json.loads(body)
+
+    def create_topic(self, topic_name, metadata=None):
+        """Create a topic; expect 201 or 204."""
+        uri = '{0}/topics/{1}'.format(self.uri_prefix, topic_name)
+        resp, body = self.put(uri, body=json.dumps(metadata or {}),
+                              headers=self.headers)
+        self.expected_success([201, 204], resp.status)
+        return resp, body
+
+    def delete_topic(self, topic_name):
+        """Delete a topic and its subscriptions; expect 204."""
+        uri = '{0}/topics/{1}'.format(self.uri_prefix, topic_name)
+        resp, body = self.delete(uri, headers=self.headers)
+        self.expected_success(204, resp.status)
+        return resp, body
+
+    def create_topic_subscription(self, topic_name, rbody):
+        """Subscribe to a topic; expect 201."""
+        uri = '{0}/topics/{1}/subscriptions'.format(self.uri_prefix,
+                                                    topic_name)
+        resp, body = self.post(uri, body=json.dumps(rbody),
+                               headers=self.headers)
+        self.expected_success(201, resp.status)
+        return resp, json.loads(body)
+
+    def post_topic_messages(self, topic_name, rbody):
+        """Publish messages to a topic; expect 201."""
+        uri = '{0}/topics/{1}/messages'.format(self.uri_prefix, topic_name)
+        resp, body = self.post(uri, body=json.dumps(rbody),
+                               extra_headers=True, headers=self.headers)
+        self.expected_success(201, resp.status)
+        return resp, json.loads(body)
+
+    def show_topic_stats(self, topic_name):
+        """Return what a topic retains; expect 200."""
+        uri = '{0}/topics/{1}/stats'.format(self.uri_prefix, topic_name)
+        resp, body = self.get(uri, headers=self.headers)
+        self.expected_success(200, resp.status)
+        return resp, json.loads(body)

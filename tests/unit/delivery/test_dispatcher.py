@@ -47,7 +47,7 @@ class ScriptedTask:
         self.answers = list(answers)
         self.attempts = []
 
-    def attempt(self, subscriber, data, headers):
+    def attempt(self, subscriber, data, headers, project=None):
         self.attempts.append((subscriber, data, headers))
         return self.answers.pop(0) if self.answers else None
 
