@@ -140,8 +140,8 @@ def explain(keys, words):
                 'matching %s)' % wanted)
     if any(key_matches(key, words) for key in keys):
         return None
-    return 'routing key %s matches none of %s' % (describe(join(words)),
-                                                   wanted)
+    return 'routing key %s matches none of %s' % (
+        describe(join(words)), wanted)
 
 
 def _closure(pattern, states):

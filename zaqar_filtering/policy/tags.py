@@ -75,8 +75,8 @@ def explain(wanted, found):
         return ('the message has no tags (the subscription wants one of %s)'
                 % show(wanted))
     if wanted.isdisjoint(found):
-        return "the message's tags %s share none of %s" % (show(found),
-                                                            show(wanted))
+        return "the message's tags %s share none of %s" % (
+            show(found), show(wanted))
     return None
 
 

@@ -143,9 +143,9 @@ class TestExplainFilterPolicy(unittest.TestCase):
         self.assertNotIn('(4)', reason)
 
     def test_message_body_scope(self):
-        options = {'filter_policy': {'order': {'total': [
-                       {'numeric': ['>', 100]}]}},
-                   'filter_policy_scope': 'MessageBody'}
+        options = {
+            'filter_policy': {'order': {'total': [{'numeric': ['>', 100]}]}},
+            'filter_policy_scope': 'MessageBody'}
         self.assertEqual(
             'filter_policy: order.total 99 is not > 100',
             explain(options, {'body': {'order': {'total': 99}}}))
