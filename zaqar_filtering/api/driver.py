@@ -13,12 +13,14 @@
 """Zaqar's WSGI transport driver with the filtering resources.
 
 The messages collection keeps the message filter fields; a subscription's
-``deliveries`` tell what the delivery ledger holds for it.
+``deliveries`` tell what the delivery ledger holds for it; a queue's
+``subscriptions/match`` tells who would receive a message, and why not.
 """
 
 from zaqar.transport.wsgi import driver
 
 from zaqar_filtering.api import deliveries
+from zaqar_filtering.api import match
 from zaqar_filtering.api import messages
 from zaqar_filtering import opts
 from zaqar_filtering import store as policy_store
@@ -42,6 +44,7 @@ class Driver(driver.Driver):
         # returns, so self.app is still the bare falcon.App here.
         opts.register_opts(self._conf)
         storage = self._storage
+        limits = opts.limits_from_conf(self._conf)
         self.app.add_route(MESSAGES_ROUTE, messages.MessagesResource(
             self._wsgi_conf,
             self._validate,
@@ -49,7 +52,11 @@ class Driver(driver.Driver):
             storage.queue_controller,
             self._defaults.message_ttl,
             self._encryptor_factory,
-            limits=opts.limits_from_conf(self._conf)))
+            limits=limits))
+        self.app.add_route(match.ROUTE, match.MatchResource(
+            self._validate, storage.subscription_controller,
+            storage.queue_controller, self._defaults.message_ttl, limits,
+            self._conf.notification.require_confirmation))
         self.app.add_route(deliveries.ROUTE, deliveries.DeliveriesResource(
             storage.subscription_controller,
             policy_store.shared_store(self._conf).delivery_ledger()))
