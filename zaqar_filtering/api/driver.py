@@ -14,7 +14,8 @@
 
 The messages collection keeps the message filter fields; a subscription's
 ``deliveries`` tell what the delivery ledger holds for it; a queue's
-``subscriptions/match`` tells who would receive a message, and why not.
+``subscriptions/match`` tells who would receive a message, and why not;
+subscription changes refused while the policy store is down say so.
 """
 
 from zaqar.transport.wsgi import driver
@@ -22,6 +23,7 @@ from zaqar.transport.wsgi import driver
 from zaqar_filtering.api import deliveries
 from zaqar_filtering.api import match
 from zaqar_filtering.api import messages
+from zaqar_filtering.api import subscriptions
 from zaqar_filtering import opts
 from zaqar_filtering import store as policy_store
 
@@ -29,6 +31,8 @@ from zaqar_filtering import store as policy_store
 # (zaqar.transport.wsgi.v2_0.public_endpoints). Adding a route with the
 # same template replaces the resource.
 MESSAGES_ROUTE = '/v2/queues/{queue_name}/messages'
+SUBSCRIPTIONS_ROUTE = '/v2/queues/{queue_name}/subscriptions'
+SUBSCRIPTION_ROUTE = SUBSCRIPTIONS_ROUTE + '/{subscription_id}'
 
 
 class Driver(driver.Driver):
@@ -53,6 +57,17 @@ class Driver(driver.Driver):
             self._defaults.message_ttl,
             self._encryptor_factory,
             limits=limits))
+        self.app.add_route(SUBSCRIPTIONS_ROUTE,
+                           subscriptions.CollectionResource(
+                               self._validate, storage.subscription_controller,
+                               self._defaults.subscription_ttl,
+                               storage.queue_controller, self._conf))
+        self.app.add_route(SUBSCRIPTION_ROUTE, subscriptions.ItemResource(
+            self._validate, storage.subscription_controller))
+        self.app.add_route(SUBSCRIPTION_ROUTE + '/confirm',
+                           subscriptions.ConfirmResource(
+                               self._validate, storage.subscription_controller,
+                               self._conf))
         self.app.add_route(match.ROUTE, match.MatchResource(
             self._validate, storage.subscription_controller,
             storage.queue_controller, self._defaults.message_ttl, limits,
