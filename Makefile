@@ -5,7 +5,8 @@
 #                (tools/tempest_run.py; TEMPEST=0 leaves it out) and the style
 #                checks (flake8 with hacking), and print a one-line summary
 #   make services  install what the functional tests and the demo run
-#                (redis-server) when it is missing
+#                (redis-server, msmtp, a Java 17+ runtime for Spark) when
+#                it is missing
 #   make lint    run only the style checks
 #   make docs    build the documentation (doc/, with the sample config),
 #                the API reference (api-ref/) and the release notes, with
@@ -68,13 +69,22 @@ $(STAMP): setup.py setup.cfg requirements.txt test-requirements.txt
 # The functional tests and the demo start their own redis-server on a free
 # port (nothing is left running). Install it with apt when it is missing:
 # as root only, and only the package, whose service is not left running.
+# The Spark tests need a Java runtime (17 or newer): when "java" is missing,
+# the newest Debian openjdk-N-jre-headless with N >= 17 is installed.
 services:
 	@missing=; \
 	for pair in redis-server:redis-server msmtp:msmtp; do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; \
 	done; \
-	if [ -z "$$missing" ]; then \
+	need_java=; \
+	command -v java >/dev/null 2>&1 || need_java=1; \
+	if [ -z "$$missing" ] && [ -z "$$need_java" ]; then \
 	  exit 0; \
+	fi; \
+	if [ -n "$$need_java" ]; then \
+	  echo "make services: java is missing; the Spark tests need a Java" \
+	       "runtime 17 or newer"; \
+	  missing="$$missing java"; \
 	fi; \
 	if ! command -v apt-get >/dev/null 2>&1; then \
 	  echo "make services: missing:$$missing, and apt-get is not" \
@@ -87,10 +97,22 @@ services:
 	  exit 1; \
 	fi; \
 	running_before=$$(pgrep -x redis-server 2>/dev/null || true); \
+	apt-get update -qq || { echo "make services: apt-get update failed" >&2; \
+	  exit 1; }; \
+	if [ -n "$$need_java" ]; then \
+	  jre=$$(apt-cache search --names-only '^openjdk-[0-9]+-jre-headless$$' | \
+	    sed -nE 's/^openjdk-([0-9]+)-jre-headless .*/\1/p' | \
+	    awk '$$1 >= 17' | sort -n | tail -n 1); \
+	  if [ -z "$$jre" ]; then \
+	    echo "make services: no openjdk-N-jre-headless with N >= 17 in" \
+	         "the apt sources; install a Java 17+ runtime yourself." >&2; \
+	    exit 1; \
+	  fi; \
+	  missing="$${missing/ java/} openjdk-$$jre-jre-headless"; \
+	fi; \
 	echo "make services: installing$$missing:" \
-	     "apt-get update -qq && apt-get install -y -qq$$missing"; \
-	apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing \
+	     "apt-get install -y -qq$$missing"; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing \
 	  || { echo "make services: installing$$missing failed" >&2; exit 1; }; \
 	if [ -z "$$running_before" ] && pgrep -x redis-server >/dev/null 2>&1; then \
 	  echo "make services: stopping the redis-server service the package" \
@@ -98,11 +120,12 @@ services:
 	  service redis-server stop >/dev/null 2>&1 || \
 	    systemctl stop redis-server >/dev/null 2>&1 || true; \
 	fi; \
-	for command in redis-server msmtp; do \
+	for command in redis-server msmtp java; do \
 	  command -v $$command >/dev/null 2>&1 || { \
 	    echo "make services: $$command is still not on PATH" >&2; exit 1; }; \
 	done; \
-	echo "make services: $$(redis-server --version)"
+	echo "make services: $$(redis-server --version)"; \
+	echo "make services: $$(java -version 2>&1 | head -n 1)"
 
 # stestr keeps going after a failing test; the summary is read back from the
 # run it recorded. A run that fails before any test starts (an import error

@@ -16,7 +16,8 @@
   through one applies to the next post through the other (the embedded
   store keeps the queue versions in Zaqar's redis).
 - With the mongodb store unreachable, a server keeps delivering by the
-  subscriptions' own policies, warns once, and refuses changes with 503.
+  subscriptions' own policies, warns once, and refuses changes with a 503
+  that says why, with Retry-After.
 - The mongodb store (over mongomock) synced from Zaqar's real redis store
   by the stage's syncer and by zaqar-filtering-manage.
 """
@@ -173,14 +174,57 @@ class TestStoreDown(DeliveryTestCase):
                         and 'every post lists' in line]
         self.assertEqual(1, len(warnings), warnings)
 
+    def assert_refused(self, response, action):
+        self.assertEqual(503, response.status_code, response.text)
+        self.assertEqual(
+            {'title': 'Service temporarily unavailable',
+             'description': 'The subscription was not %s: the policy store '
+                            'that keeps filter policies is unavailable. '
+                            'Retry in 5 seconds.' % action},
+            response.json())
+        self.assertEqual('5', response.headers['Retry-After'])
+
     def test_changes_are_refused_with_503(self):
         self.assertEqual(201, self.client.create_queue(self.queue).status_code)
-        response = self.client.subscribe(self.queue,
-                                         self.receiver.url('refused'), {})
-        self.assertEqual(503, response.status_code, response.text)
+        self.assert_refused(self.client.subscribe(
+            self.queue, self.receiver.url('refused'), {}), 'created')
         response = self.client.get('/v2/queues/%s/subscriptions'
                                    % self.queue)
         self.assertEqual([], response.json()['subscriptions'])
+
+        # One from before the outage: updates (stock Zaqar answers 400),
+        # confirmations and deletions are refused alike, and it stays.
+        self.redis.seed_subscriptions('zaqar-filtering-tests', self.queue, [
+            (self.receiver.url('%s/old' % self.queue), {})])
+        [subscription] = self.client.get(
+            '/v2/queues/%s/subscriptions' % self.queue).json()[
+                'subscriptions']
+        path = '/v2/queues/%s/subscriptions/%s' % (
+            self.queue, subscription['id'])
+        self.assert_refused(self.client.patch(path, json={'options': {
+            'filter_policies': ['x']}}), 'updated')
+        self.assert_refused(self.client.put(path + '/confirm', json={
+            'confirmed': True}), 'confirmed')
+        self.assert_refused(self.client.delete(path), 'deleted')
+        found = self.client.get(path).json()
+        del subscription['age'], found['age']
+        self.assertEqual(subscription, found)
+
+        # Errors that are not the store's are Zaqar's own.
+        response = self.client.subscribe(self.queue, 'nope://x', {})
+        self.assertEqual(400, response.status_code, response.text)
+
+    def test_the_dry_run_needs_no_store(self):
+        self.redis.seed_subscriptions('zaqar-filtering-tests', self.queue, [
+            (self.receiver.url('%s/x' % self.queue),
+             {'filter_policies': ['x']})])
+        response = self.client.post(
+            '/v2/queues/%s/subscriptions/match' % self.queue,
+            json={'message': {'body': 1, 'filter_policies': ['y']}})
+        self.assertEqual(200, response.status_code, response.text)
+        [entry] = response.json()['not_matched']
+        self.assertEqual("filter_policies: the message's tags [y] share none "
+                         "of [x]", entry['reason'])
 
 
 class TestMongoStoreSync(base.ServerTestCase):

@@ -11,8 +11,10 @@
 # under the License.
 
 """The external SNS filter-policy corpus (tests/data/conformance/), one test
-per case: invalid policies are rejected, the others match as recorded."""
+per case: invalid policies are rejected, the others match as recorded, and
+a non-match is explained while a match is not."""
 
+import collections
 import json
 import pathlib
 import re
@@ -29,6 +31,25 @@ CASES = json.loads(
 # Rejected as AWS rejects them, in our own words. AWS says "prefix match
 # pattern must be a string" of a cidr operand that is not a string.
 OWN_WORDING = {'aws-sns-invalid-error-condition-bad-type'}
+
+
+# The operators of the SNS grammar, "exact" for plain values.
+OPERATORS = ('exact', 'prefix', 'suffix', 'equals-ignore-case',
+             'anything-but', 'numeric', 'exists', 'cidr', '$or')
+
+
+def operators(policy):
+    """Yield the operators a filter policy uses."""
+    for key, value in policy.items():
+        if key == '$or':
+            yield key
+            for alternative in value:
+                yield from operators(alternative)
+        elif isinstance(value, dict):
+            yield from operators(value)
+        else:
+            for rule in value:
+                yield next(iter(rule)) if isinstance(rule, dict) else 'exact'
 
 
 def options_of(case):
@@ -48,6 +69,19 @@ class TestConformance(unittest.TestCase):
         self.assertEqual(308, len(CASES))
         self.assertEqual(190, sum(case['aws_validated'] for case in CASES))
 
+    def test_every_operator_is_explained(self):
+        # Each operator has recorded matches and non-matches, so the
+        # per-case explanation checks below cover every one of them.
+        seen = collections.Counter()
+        for case in CASES:
+            if case['expected'] != 'invalid':
+                for operator in operators(case['policy']):
+                    seen[operator, case['expected']] += 1
+        for operator in OPERATORS:
+            for expected in ('match', 'no_match'):
+                with self.subTest(operator=operator, expected=expected):
+                    self.assertGreater(seen[operator, expected], 0)
+
     def check(self, case):
         options = options_of(case)
         if case['expected'] == 'invalid':
@@ -62,8 +96,15 @@ class TestConformance(unittest.TestCase):
         zaqar_filtering.validate_options(options)
         message = message_of(case)
         wanted = case['expected'] == 'match'
-        self.assertEqual(wanted, parse_options(options).matches(
-            MessageView(message)), 'per-subscription evaluation')
+        policy = parse_options(options)
+        self.assertEqual(wanted, policy.matches(MessageView(message)),
+                         'per-subscription evaluation')
+        reason = policy.explain(MessageView(message))
+        if wanted:
+            self.assertIsNone(reason, 'a match has no reason')
+        else:
+            self.assertRegex(reason, r'^filter_policy: \S',
+                             'a non-match has a reason')
         matcher = zaqar_filtering.Matcher()
         matcher.add('sub', options)
         matcher.add('other', {'filter_policy': {'zzz': ['never']}})

@@ -13,15 +13,19 @@
 """Zaqar's WSGI transport driver with the filtering resources.
 
 The messages collection keeps the message filter fields; a subscription's
-``deliveries`` tell what the delivery ledger holds for it; ``queue:``
-subscribers are accepted; the topic routes are ours
+``deliveries`` tell what the delivery ledger holds for it; a queue's
+``subscriptions/match`` tells who would receive a message, and why not;
+subscription changes refused while the policy store is down say so;
+``queue:`` subscribers are accepted; the topic routes are ours
 (:mod:`zaqar_filtering.api.topics`).
 """
 
 from zaqar.transport.wsgi import driver
 
 from zaqar_filtering.api import deliveries
+from zaqar_filtering.api import match
 from zaqar_filtering.api import messages
+from zaqar_filtering.api import subscriptions
 from zaqar_filtering.api import topics
 from zaqar_filtering.api import validation
 from zaqar_filtering import opts
@@ -33,6 +37,8 @@ from zaqar_filtering import topic_store
 # (zaqar.transport.wsgi.v2_0.public_endpoints). Adding a route with the
 # same template replaces the resource.
 MESSAGES_ROUTE = '/v2/queues/{queue_name}/messages'
+SUBSCRIPTIONS_ROUTE = '/v2/queues/{queue_name}/subscriptions'
+SUBSCRIPTION_ROUTE = SUBSCRIPTIONS_ROUTE + '/{subscription_id}'
 
 
 class Driver(driver.Driver):
@@ -50,6 +56,7 @@ class Driver(driver.Driver):
         # returns, so self.app is still the bare falcon.App here.
         opts.register_opts(self._conf)
         storage = self._storage
+        limits = opts.limits_from_conf(self._conf)
         self.app.add_route(MESSAGES_ROUTE, messages.MessagesResource(
             self._wsgi_conf,
             self._validate,
@@ -57,7 +64,22 @@ class Driver(driver.Driver):
             storage.queue_controller,
             self._defaults.message_ttl,
             self._encryptor_factory,
-            limits=opts.limits_from_conf(self._conf)))
+            limits=limits))
+        self.app.add_route(SUBSCRIPTIONS_ROUTE,
+                           subscriptions.CollectionResource(
+                               self._validate, storage.subscription_controller,
+                               self._defaults.subscription_ttl,
+                               storage.queue_controller, self._conf))
+        self.app.add_route(SUBSCRIPTION_ROUTE, subscriptions.ItemResource(
+            self._validate, storage.subscription_controller))
+        self.app.add_route(SUBSCRIPTION_ROUTE + '/confirm',
+                           subscriptions.ConfirmResource(
+                               self._validate, storage.subscription_controller,
+                               self._conf))
+        self.app.add_route(match.ROUTE, match.MatchResource(
+            self._validate, storage.subscription_controller,
+            storage.queue_controller, self._defaults.message_ttl, limits,
+            self._conf.notification.require_confirmation))
         self.app.add_route(deliveries.ROUTE, deliveries.DeliveriesResource(
             storage.subscription_controller,
             policy_store.shared_store(self._conf).delivery_ledger()))

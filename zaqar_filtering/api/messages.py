@@ -81,18 +81,28 @@ def filter_fields(raw_body, limits=zaqar_filtering.DEFAULT_LIMITS):
         (``messages[i]: ...``), the field, the value and the rule.
     """
     document = transport_utils.read_json(io.BytesIO(raw_body), len(raw_body))
-    fields = []
-    for index, message in enumerate(document['messages']):
-        posted = {name: message[name] for name in policy_message.FIELDS
-                  if name in message}
-        try:
-            fields.append(zaqar_filtering.validate_message(posted, limits))
-        except zaqar_filtering.InvalidPolicy as exc:
-            # The text goes through str.format: pass it as an argument so
-            # that braces in a posted value are not read as a template.
-            raise validation.ValidationFailed(
-                '{}', 'messages[%d]: %s' % (index, exc))
-    return fields
+    return [message_filter_fields(message, 'messages[%d]' % index, limits)
+            for index, message in enumerate(document['messages'])]
+
+
+def message_filter_fields(message, where,
+                          limits=zaqar_filtering.DEFAULT_LIMITS):
+    """Return the validated filter fields of one posted message.
+
+    :param message: the message as posted (a dict).
+    :param where: how errors name the message, e.g. ``messages[0]``.
+    :param limits: a :class:`zaqar_filtering.Limits`.
+    :raises zaqar.transport.validation.ValidationFailed: naming the
+        message, the field, the value and the rule.
+    """
+    posted = {name: message[name] for name in policy_message.FIELDS
+              if name in message}
+    try:
+        return zaqar_filtering.validate_message(posted, limits)
+    except zaqar_filtering.InvalidPolicy as exc:
+        # The text goes through str.format: pass it as an argument so
+        # that braces in a posted value are not read as a template.
+        raise validation.ValidationFailed('{}', '%s: %s' % (where, exc))
 
 
 class FieldKeepingController:

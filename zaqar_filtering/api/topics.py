@@ -40,10 +40,11 @@ from zaqar.transport import utils
 from zaqar.transport import validation
 from zaqar.transport.wsgi import errors as wsgi_errors
 from zaqar.transport.wsgi import utils as wsgi_utils
-from zaqar.transport.wsgi.v2_0 import subscriptions
 
 from zaqar_filtering.api import deliveries
+from zaqar_filtering.api import match
 from zaqar_filtering.api import messages
+from zaqar_filtering.api import subscriptions
 from zaqar_filtering.store.base import StoreUnavailable
 from zaqar_filtering import topic_store
 from zaqar_filtering import zaqar_storage
@@ -318,6 +319,15 @@ class TopicDeliveriesResource(deliveries.DeliveriesResource):
         return super().on_get(req, resp, **_source(kwargs))
 
 
+class TopicMatchResource(match.MatchResource):
+    """The dry run of a message on a topic's subscriptions."""
+
+    __slots__ = ()
+
+    def on_post(self, req, resp, **kwargs):
+        return super().on_post(req, resp, **_source(kwargs))
+
+
 class _LazyStage:
     """Builds the topics' notifier stage on the first publication."""
 
@@ -366,6 +376,10 @@ def routes(driver, topics, ledger, make_stage, limits):
         (item + '/subscriptions', TopicSubscriptionsResource(
             validate, storage.subscription_controller,
             driver._defaults.subscription_ttl, sources, conf)),
+        (match.TOPIC_ROUTE, TopicMatchResource(
+            validate, storage.subscription_controller, sources,
+            driver._defaults.message_ttl, limits,
+            conf.notification.require_confirmation)),
         (subscription, TopicSubscriptionResource(
             validate, storage.subscription_controller)),
         (subscription + '/confirm', TopicConfirmResource(

@@ -49,6 +49,9 @@ class Exact:
     def matches(self, value):
         return value == self.value
 
+    def wanted(self):
+        return show(self.value)
+
 
 @dataclasses.dataclass(frozen=True)
 class Prefix:
@@ -57,6 +60,9 @@ class Prefix:
 
     def matches(self, value):
         return value[0] == v.STRING and value[1].startswith(self.text)
+
+    def wanted(self):
+        return 'prefix %s' % v.describe(self.text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +73,9 @@ class Suffix:
     def matches(self, value):
         return value[0] == v.STRING and value[1].endswith(self.text)
 
+    def wanted(self):
+        return 'suffix %s' % v.describe(self.text)
+
 
 @dataclasses.dataclass(frozen=True)
 class EqualsIgnoreCase:
@@ -75,6 +84,9 @@ class EqualsIgnoreCase:
 
     def matches(self, value):
         return value[0] == v.STRING and value[1].casefold() == self.folded
+
+    def wanted(self):
+        return 'equals-ignore-case %s' % v.describe(self.folded)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +104,11 @@ class AnythingBut:
             return (value[0] == v.STRING
                     and not value[1].startswith(self.prefix))
         return value[0] in (v.STRING, v.NUMBER) and value not in self.values
+
+    def wanted(self):
+        if self.prefix is not None:
+            return 'anything-but prefix %s' % v.describe(self.prefix)
+        return 'anything-but %s' % show_list(sorted(self.values, key=str))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +133,18 @@ class Numeric:
             return False
         return True
 
+    def wanted(self):
+        if self.low == self.high and self.low is not None:
+            return '= %s' % self.low
+        bounds = []
+        if self.low is not None:
+            bounds.append('%s %s' % ('>=' if self.low_inclusive else '>',
+                                     self.low))
+        if self.high is not None:
+            bounds.append('%s %s' % ('<=' if self.high_inclusive else '<',
+                                     self.high))
+        return ' and '.join(bounds)
+
 
 @dataclasses.dataclass(frozen=True)
 class Exists:
@@ -124,6 +153,9 @@ class Exists:
     It is decided per key (see :meth:`Condition.matches`), not per value.
     """
     flag: bool
+
+    def wanted(self):
+        return 'exists' if self.flag else 'exists false'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +168,9 @@ class Cidr:
         return (address is not None
                 and address.version == self.network.version
                 and address in self.network)
+
+    def wanted(self):
+        return 'cidr %s' % self.network
 
 
 def ip_address(value):
@@ -165,6 +200,31 @@ class Condition:
                 return True
         return False
 
+    def explain(self, found, scope):
+        """Return why the values ``found`` at ``path`` fail; see matches."""
+        if len(self.rules) == 1:
+            wanted = self.rules[0].wanted()
+        else:
+            wanted = 'any of [%s]' % ', '.join(rule.wanted()
+                                               for rule in self.rules)
+        if not found:
+            return 'the message %s no %s (the policy wants %s)' % (
+                'has' if scope == MESSAGE_ATTRIBUTES else 'body has',
+                'attribute ' + self.path if scope == MESSAGE_ATTRIBUTES
+                else 'field ' + self.path, wanted)
+        shown = show(found[0]) if len(found) == 1 else show_list(found)
+        if self.rules == (Exists(False),):
+            return '%s is %s but the policy wants it absent' % (self.path,
+                                                                shown)
+        if self.rules == (Exists(True),):
+            return '%s is %s but the policy wants it to exist' % (
+                self.path, shown)
+        if (all(isinstance(rule, Numeric) for rule in self.rules)
+                and not any(value[0] == v.NUMBER for value in found)):
+            return '%s %s is not a number (the policy wants %s)' % (
+                self.path, shown, wanted)
+        return '%s %s is not %s' % (self.path, shown, wanted)
+
 
 @dataclasses.dataclass(frozen=True)
 class AttributePolicy:
@@ -179,6 +239,59 @@ class AttributePolicy:
     def matches(self, fields):
         """``fields`` maps a path to the tuple of typed values found there."""
         return any(branch_matches(branch, fields) for branch in self.branches)
+
+    def explain(self, fields):
+        """Return why ``fields`` are not accepted, or None when they are.
+
+        It names every failing condition of a policy without alternatives;
+        with alternatives (``$or``), the failing conditions they all share,
+        else the failures of each alternative.
+        """
+        failures = []
+        for branch in self.branches:
+            failed = [condition for condition in branch
+                      if not condition.matches(fields.get(condition.path, ()))]
+            if not failed:
+                return None
+            failures.append(failed)
+        shared = [condition for condition in failures[0]
+                  if all(condition in failed for failed in failures[1:])]
+        if shared:
+            return self._describe(shared, fields)
+        shown = ['(%d) %s' % (i, self._describe(failed, fields))
+                 for i, failed in enumerate(failures[:MAX_ALTERNATIVES], 1)]
+        more = len(failures) - len(shown)
+        return 'no alternative matches: %s%s' % (
+            '; '.join(shown), '; and %d more' % more if more else '')
+
+    def _describe(self, conditions, fields):
+        return ' and '.join(condition.explain(fields.get(condition.path, ()),
+                                              self.scope)
+                            for condition in conditions)
+
+
+#: The alternatives of a policy an explanation describes at most.
+MAX_ALTERNATIVES = 3
+
+
+def show(value):
+    """Return a typed value as its JSON text, a string in single quotes."""
+    kind, payload = value
+    if kind == v.STRING:
+        return v.describe(payload)
+    if kind == v.BOOLEAN:
+        return 'true' if payload else 'false'
+    if kind == v.NULL:
+        return 'null'
+    return str(payload)
+
+
+def show_list(values, most=10):
+    """Return typed values as ``[a, b]``, up to ``most`` of them."""
+    shown = [show(value) for value in values[:most]]
+    if len(values) > most:
+        shown.append('... %d more' % (len(values) - most))
+    return '[%s]' % ', '.join(shown)
 
 
 def branch_matches(branch, fields):

@@ -128,6 +128,22 @@ def key_matches(pattern, words):
     return len(pattern) in states
 
 
+def explain(keys, words):
+    """Return why a routing key matches no binding key, or None.
+
+    :param keys: the subscription's binding keys (word tuples).
+    :param words: the message's routing key as words, or None.
+    """
+    wanted = '[%s]' % ', '.join(sorted(join(key) for key in keys))
+    if words is None:
+        return ('the message has no routing key (the subscription wants one '
+                'matching %s)' % wanted)
+    if any(key_matches(key, words) for key in keys):
+        return None
+    return 'routing key %s matches none of %s' % (
+        describe(join(words)), wanted)
+
+
 def _closure(pattern, states):
     # '#' may match zero words: step over it without consuming one.
     result = set(states)

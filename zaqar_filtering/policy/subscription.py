@@ -72,6 +72,26 @@ class SubscriptionPolicy:
                 scope_fields(self.filter_policy.scope, message))
         return True
 
+    def explain(self, message):
+        """Return why a :class:`MessageView` is not delivered, or None.
+
+        None exactly when :meth:`matches` is true. Otherwise the reason
+        names each kind that rejects the message, its key and the condition
+        that failed, e.g. ``binding_keys: routing key 'audit.eu' matches
+        none of [order.#]``; several kinds are separated by ``; ``.
+        """
+        reasons = []
+        if self.tags is not None:
+            reasons.append((TAGS, tags.explain(self.tags, message.tags)))
+        if self.binding_keys is not None:
+            reasons.append((BINDING_KEYS, binding_key.explain(
+                self.binding_keys, message.routing_key)))
+        if self.filter_policy is not None:
+            reasons.append((FILTER_POLICY, self.filter_policy.explain(
+                scope_fields(self.filter_policy.scope, message))))
+        return '; '.join('%s: %s' % (kind, reason)
+                         for kind, reason in reasons if reason) or None
+
 
 def scope_fields(scope, message):
     """Return the fields of a :class:`MessageView` that a scope reads."""

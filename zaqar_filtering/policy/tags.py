@@ -63,3 +63,23 @@ def _check_tag(tag, option, limits, strict):
             raise InvalidPolicy(option, 'tag_control_character',
                                 'tag %s contains the control character '
                                 'U+%04X' % (describe(tag), ord(char)))
+
+
+def explain(wanted, found):
+    """Return why a message's tags miss a subscription's, or None.
+
+    :param wanted: the subscription's tags (a frozenset).
+    :param found: the message's tags (a frozenset), or None.
+    """
+    if found is None:
+        return ('the message has no tags (the subscription wants one of %s)'
+                % show(wanted))
+    if wanted.isdisjoint(found):
+        return "the message's tags %s share none of %s" % (
+            show(found), show(wanted))
+    return None
+
+
+def show(found):
+    """Return tags as ``[a, b]``, sorted."""
+    return '[%s]' % ', '.join(sorted(found))

@@ -17,8 +17,9 @@ It rejects a subscription whose filter options are invalid with HTTP 400
 store in step: every change moves its queue's version before Zaqar writes
 it, and a background job syncs the queue and lands the change afterwards
 (:mod:`zaqar_filtering.stages.store_sync`). While the store cannot be
-reached, changes are refused (Zaqar answers 503): a change other server
-processes could not learn of would have them deliver by an old policy.
+reached, changes are refused (503 with Retry-After, see
+:mod:`zaqar_filtering.api.subscriptions`): a change other server processes
+could not learn of would have them deliver by an old policy.
 """
 
 from oslo_config import cfg

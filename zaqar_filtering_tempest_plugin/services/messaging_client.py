@@ -13,6 +13,7 @@
 """zaqar-tempest-plugin's v2 client, with what filtering tests need more."""
 
 import json
+import urllib.parse
 
 from zaqar_tempest_plugin.services.messaging.json import messaging_client
 
@@ -91,5 +92,24 @@ class FilteringMessagingClient(messaging_client.V2MessagingClient):
         """Return what a topic retains; expect 200."""
         uri = '{0}/topics/{1}/stats'.format(self.uri_prefix, topic_name)
         resp, body = self.get(uri, headers=self.headers)
+        self.expected_success(200, resp.status)
+        return resp, json.loads(body)
+
+    def match_subscriptions(self, queue_name, message, **params):
+        """Return the dry run of ``message`` on a queue; expect 200.
+
+        :param params: ``limit`` and ``marker``, or ``href``: a ``next``
+            link of a previous answer.
+        """
+        href = params.pop('href', None)
+        if href is not None:
+            uri = href
+        else:
+            uri = '{0}/queues/{1}/subscriptions/match'.format(
+                self.uri_prefix, queue_name)
+            if params:
+                uri += '?' + urllib.parse.urlencode(params)
+        resp, body = self.post(uri, body=json.dumps({'message': message}),
+                               extra_headers=True, headers=self.headers)
         self.expected_success(200, resp.status)
         return resp, json.loads(body)
