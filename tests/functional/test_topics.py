@@ -165,6 +165,34 @@ class TopicApiTest(TopicTestCase):
             self.assertEqual(400, response.status_code, response.text)
             self.assertIn('post_data', response.json()['description'])
 
+    def test_match_explains_a_topic_and_delivers_nothing(self):
+        self.client.put('/v2/topics/%s' % self.topic)
+        placed = self.subscribe(self.receiver.url(self.topic + '/p'),
+                                {'filter_policies': ['order_placed']})
+        audit = self.subscribe(self.receiver.url(self.topic + '/a'),
+                               {'binding_keys': ['audit.#']})
+        # A queue of the same name is not the topic.
+        self.client.subscribe(self.topic, self.receiver.url('queue'))
+        response = self.client.post(
+            '/v2/topics/%s/subscriptions/match' % self.topic,
+            json={'message': {'body': 1,
+                              'filter_policies': ['order_placed']}})
+        self.assertEqual(200, response.status_code, response.text)
+        found = response.json()
+        self.assertEqual([placed],
+                         [s['subscription_id'] for s in found['matched']])
+        [missed] = found['not_matched']
+        self.assertEqual(audit, missed['subscription_id'])
+        self.assertIn('binding_keys', missed['reason'])
+        response = self.client.post(
+            '/v2/topics/%s/subscriptions/match' % self.topic,
+            json={'message': {'body': 1, 'routing_key': 'a..b'}})
+        self.assertEqual(400, response.status_code, response.text)
+        self.assertIn('routing_key', response.json()['description'])
+        self.assertEqual(0, self.deliveries(placed)['delivered']
+                         + self.deliveries(placed)['pending'])
+        self.assertEqual([], self.receiver.requests(self.topic))
+
     def test_topic_and_queue_of_one_name_stay_apart(self):
         name = self.name('same')
         self.assertEqual(201, self.client.subscribe(
