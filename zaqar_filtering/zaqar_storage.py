@@ -50,28 +50,52 @@ def data_driver(conf):
 
 def list_subscriptions(controller, project, queue):
     """Yield every subscription of a queue, a page per storage call."""
-    marker = None
-    while True:
-        pages = controller.list(queue, project, marker=marker,
-                                limit=PAGE_SIZE)
-        yield from next(pages)
-        marker = next(pages)
-        if not marker:
-            return
+    return _follow_markers(
+        lambda marker: controller.list(queue, project, marker=marker,
+                                       limit=PAGE_SIZE),
+        lambda subscription: str(subscription['id']))
 
 
 def list_queues(control, project):
     """Yield the names of a project's queues, a page per storage call."""
+    found = _follow_markers(
+        lambda marker: control.queue_controller.list(
+            project=project, marker=marker, limit=PAGE_SIZE),
+        lambda queue: queue['name'])
+    return (queue['name'] for queue in found)
+
+
+def _follow_markers(list_page, key):
+    """Yield the items of every page of a Zaqar listing, each once.
+
+    :param list_page: called with the marker (None first); returns Zaqar's
+        generator of a page's items, then the next marker.
+    :param key: the identity of an item.
+
+    Zaqar's drivers do not all end a listing cleanly: the redis queue
+    controller restarts from the top when the marker ranks first
+    (``start = rank + 1 if rank else 0``), so a project with one queue
+    gets the same page forever. The listing therefore ends at the first
+    page without a marker, with a marker seen before, or with nothing new.
+    A short page does not end it: the redis subscription controller skips
+    expired subscriptions, so its pages can be short in mid-listing.
+    """
+    seen = set()
+    markers = set()
     marker = None
     while True:
-        pages = control.queue_controller.list(project=project, marker=marker,
-                                              limit=PAGE_SIZE)
-        page = list(next(pages))
-        for queue in page:
-            yield queue['name']
+        pages = list_page(marker)
+        new = 0
+        for item in next(pages):
+            identity = key(item)
+            if identity not in seen:
+                seen.add(identity)
+                new += 1
+                yield item
         marker = next(pages)
-        if not page or not marker:
+        if not new or not marker or marker in markers:
             return
+        markers.add(marker)
 
 
 def all_projects(conf, control):

@@ -95,3 +95,41 @@ class TestMailto(base.ServerTestCase):
         notification = json.loads(mail.get_payload())
         self.assertEqual({'order': 1}, notification['body'])
         self.assertEqual(['apple', 'imac'], notification['filter_policies'])
+
+    def mails_to(self, address):
+        """Take the mails to ``address`` out of the mailbox."""
+        with self.mailbox.changed:
+            found = [m for m in self.mailbox.messages if address in m[0]]
+            self.mailbox.messages[:] = [m for m in self.mailbox.messages
+                                        if address not in m[0]]
+        return found
+
+    def test_deliveries_say_mail_is_not_tracked(self):
+        self.assertEqual(201, self.client.create_queue(self.queue).status_code)
+        ids = {}
+        for subscriber in ('mailto:ops@example.com',
+                           self.receiver.url(self.queue)):
+            response = self.client.subscribe(self.queue, subscriber, {})
+            self.assertEqual(201, response.status_code, response.text)
+            ids[subscriber.split(':')[0]] = response.json()['subscription_id']
+        response = self.client.post_messages(self.queue, [{'body': 1}])
+        self.assertEqual(201, response.status_code, response.text)
+        base.wait_until(lambda: self.mails_to('ops@example.com'))
+        self.receiver.wait_for(1, self.queue)
+
+        def deliveries(scheme):
+            response = self.client.get(
+                '/v2/queues/%s/subscriptions/%s/deliveries'
+                % (self.queue, ids[scheme]))
+            self.assertEqual(200, response.status_code, response.text)
+            return response.json()
+
+        mail = deliveries('mailto')
+        self.assertEqual(
+            {'queue': self.queue, 'subscription_id': ids['mailto'],
+             'subscriber': 'mailto:ops@example.com', 'tracked': False},
+            {key: mail[key] for key in mail if key != 'description'})
+        self.assertIn('mailto subscribers are not counted',
+                      mail['description'])
+        base.wait_until(lambda: deliveries('http')['delivered'] == 1)
+        self.assertTrue(deliveries('http')['tracked'])

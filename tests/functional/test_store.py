@@ -291,15 +291,20 @@ class TestMongoStoreSync(base.ServerTestCase):
         self.assertIn("invalid project=%s queue=%s" % (self.PROJECT,
                                                        self.queue),
                       out.getvalue())
+        # The invalid subscription still needs attention after a sync.
         out = io.StringIO()
-        self.assertEqual(0, self.manage('sync', out))
+        self.assertEqual(1, self.manage('sync', out))
         self.assertIn('1 written, 0 unchanged, 0 deleted, 1 invalid',
                       out.getvalue())
         self.assertEqual({a}, set(self.store.load(self.PROJECT, self.queue)))
         out = io.StringIO()
-        self.assertEqual(0, self.manage('sync', out))
+        self.assertEqual(1, self.manage('sync', out))
         self.assertIn('0 written, 1 unchanged, 0 deleted, 1 invalid',
                       out.getvalue())
+        out = io.StringIO()
+        self.assertEqual(1, self.manage('verify', out))
+        self.assertIn('2 subscriptions checked: 1 invalid, 0 missing, '
+                      '0 stale, 0 orphaned', out.getvalue())
 
     def manage(self, command, out):
         """Run a command of zaqar-filtering-manage on the mongomock store."""

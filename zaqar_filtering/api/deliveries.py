@@ -14,8 +14,11 @@
 
 What a subscription has pending in the delivery ledger and how its
 deliveries went: CMQ's "total number of messages associated with
-subscriber", with the last error. Reading it takes the same policy rule
-as reading the subscription (``subscription:get``).
+subscriber", with the last error. Only the schemes of
+:data:`~zaqar_filtering.delivery.ledger.TRACKED_SCHEMES` are counted; for
+the others the answer says ``"tracked": false`` and why, rather than
+zeros that would read as "nothing delivered". Reading it takes the same
+policy rule as reading the subscription (``subscription:get``).
 """
 
 import datetime
@@ -27,6 +30,7 @@ from zaqar.transport import acl
 from zaqar.transport import utils
 from zaqar.transport.wsgi import errors as wsgi_errors
 
+from zaqar_filtering.delivery import ledger as delivery_ledger
 from zaqar_filtering.delivery.ledger import SubscriberStats
 from zaqar_filtering.store.base import StoreUnavailable
 
@@ -58,6 +62,11 @@ class DeliveriesResource:
                                                    project=project_id)
         except storage_errors.DoesNotExist as exc:
             raise wsgi_errors.HTTPNotFound(str(exc))
+        subscriber = subscription['subscriber']
+        if not delivery_ledger.tracks(subscriber):
+            resp.text = utils.to_json(_untracked(queue_name, subscription_id,
+                                                 subscriber))
+            return
         if self._ledger is None:
             raise wsgi_errors.HTTPServiceUnavailable(
                 'This deployment keeps no delivery ledger: its policy store '
@@ -71,11 +80,25 @@ class DeliveriesResource:
             raise wsgi_errors.HTTPServiceUnavailable(
                 'The delivery ledger is unavailable.')
         stats = found[0] if found else SubscriberStats(
-            project_id, queue_name, subscription_id,
-            subscription['subscriber'])
+            project_id, queue_name, subscription_id, subscriber)
         document = stats.as_dict()
         del document['project']
+        document['tracked'] = True
         if stats.last_error_at is not None:
             document['last_error_at'] = datetime.datetime.fromtimestamp(
                 stats.last_error_at, datetime.timezone.utc).isoformat()
         resp.text = utils.to_json(document)
+
+
+def _untracked(queue_name, subscription_id, subscriber):
+    scheme = subscriber.split(':', 1)[0]
+    return {
+        'queue': queue_name, 'subscription_id': subscription_id,
+        'subscriber': subscriber, 'tracked': False,
+        'description': 'Deliveries to %s subscribers are not counted: '
+                       'Zaqar\'s own %s task sends them, outside the '
+                       'delivery ledger. Only the deliveries to %s '
+                       'subscribers are.' % (
+                           scheme, scheme,
+                           ' and '.join(sorted(
+                               delivery_ledger.TRACKED_SCHEMES)))}

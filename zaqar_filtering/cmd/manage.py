@@ -22,13 +22,18 @@ Examples::
         deliveries --project 7d3c... [--queue orders]
 
 ``sync`` writes every subscription's policy to the store, deletes records
-of subscriptions that are gone, and lands changes left in flight by a
-server process that stopped. ``verify`` only reports: missing, stale and
-orphaned records, and invalid policies; it exits with 1 when it found any.
+of subscriptions that are gone, lands changes left in flight by a server
+process that stopped, and lists the subscriptions whose policy is invalid.
+``verify`` only reports: the invalid policies (under every store), and,
+with a store that keeps records, missing, stale and orphaned records.
 ``deliveries`` prints, per subscription, the webhook deliveries pending in
 the delivery ledger (waiting or being retried), how many were delivered,
 dropped after their last retry or dropped when their lifecycle ended, and
 the last error.
+
+Exit status: 0 when nothing needs attention; 1 when ``sync`` or ``verify``
+found an invalid policy, or ``verify`` a missing, stale or orphaned
+record; 2 on an error (wrong arguments, a store that cannot be reached).
 """
 
 import datetime
@@ -59,8 +64,8 @@ def _add_commands(subparsers):
     _add_selection(sync)
     sync.set_defaults(run=_sync)
     verify = subparsers.add_parser(
-        'verify', help='Report how the store differs from the '
-                       'subscriptions, without writing.')
+        'verify', help='Report invalid policies, and how the store differs '
+                       'from the subscriptions, without writing.')
     _add_selection(verify)
     verify.set_defaults(run=_verify)
     deliveries = subparsers.add_parser(
@@ -127,33 +132,20 @@ def _sync(conf, store, drivers, limits, out):
     if not store.keeps_records:
         out.write('policy_store = %s keeps no copy of the policies: only '
                   'changes left in flight were landed.\n' % store.name)
-    return 0
+    return 1 if total['invalid'] else 0
 
 
 def _verify(conf, store, drivers, limits, out):
-    if not store.keeps_records:
-        out.write('policy_store = %s keeps no copy of the policies: '
-                  'nothing to verify.\n' % store.name)
-        return 0
     now = datetime.datetime.now(datetime.timezone.utc)
-    counts = {'missing': 0, 'stale': 0, 'orphaned': 0, 'invalid': 0}
+    counts = {'checked': 0, 'missing': 0, 'stale': 0, 'orphaned': 0,
+              'invalid': 0}
     for project, queue in _queues(conf, store, drivers):
         kept = store.load(project, queue)
         for sub in _listing(drivers, project, queue):
+            counts['checked'] += 1
             sub_id = str(sub['id'])
-            try:
-                record = record_from_listing(project, queue, sub, now, limits)
-            except InvalidPolicy as exc:
-                problem = 'invalid', str(exc)
-            else:
-                old = kept.get(sub_id)
-                if old is None:
-                    problem = 'missing', record.subscriber
-                elif not old.same_as(record):
-                    problem = 'stale', record.subscriber
-                else:
-                    problem = None
-            kept.pop(sub_id, None)
+            problem = _problem(store, kept.pop(sub_id, None),
+                               project, queue, sub, now, limits)
             if problem:
                 counts[problem[0]] += 1
                 out.write('%s project=%s queue=%s subscription=%s: %s\n'
@@ -162,9 +154,33 @@ def _verify(conf, store, drivers, limits, out):
             counts['orphaned'] += 1
             out.write('orphaned project=%s queue=%s subscription=%s: %s\n'
                       % (project, queue, sub_id, record.subscriber))
-    out.write('%(missing)d missing, %(stale)d stale, %(orphaned)d orphaned, '
-              '%(invalid)d invalid\n' % counts)
+    out.write('%(checked)d subscriptions checked: %(invalid)d invalid, '
+              '%(missing)d missing, %(stale)d stale, %(orphaned)d orphaned\n'
+              % counts)
+    if not store.keeps_records:
+        out.write('policy_store = %s keeps no copy of the policies: only '
+                  'their validity was checked.\n' % store.name)
+    del counts['checked']
     return 1 if any(counts.values()) else 0
+
+
+def _problem(store, kept, project, queue, subscription, now, limits):
+    """Return (kind, detail) of what is wrong with a subscription, or None.
+
+    :param kept: the store's record of the subscription, or None.
+    """
+    try:
+        record = record_from_listing(project, queue, subscription, now,
+                                     limits)
+    except InvalidPolicy as exc:
+        return 'invalid', str(exc)
+    if not store.keeps_records:
+        return None
+    if kept is None:
+        return 'missing', record.subscriber
+    if not kept.same_as(record):
+        return 'stale', record.subscriber
+    return None
 
 
 def _deliveries(conf, store, drivers, limits, out):

@@ -28,6 +28,7 @@ claiming costs the same however many wait.
 import abc
 import dataclasses
 import typing
+from urllib import parse as urllib_parse
 
 #: Outcomes a finished delivery is counted under.
 DELIVERED = 'delivered'
@@ -36,6 +37,16 @@ EXPIRED = 'expired'
 OUTCOMES = (DELIVERED, DROPPED, EXPIRED)
 #: A failed attempt, to be tried again at ``due``.
 RETRIED = 'retried'
+
+#: The subscriber URI schemes whose deliveries go through the ledger, and
+#: so are counted in it. The others (mailto, trust+) are Zaqar's own
+#: tasks, which keep no count.
+TRACKED_SCHEMES = frozenset({'http', 'https', 'queue'})
+
+
+def tracks(subscriber):
+    """Return whether the ledger records deliveries to ``subscriber``."""
+    return urllib_parse.urlsplit(subscriber).scheme in TRACKED_SCHEMES
 
 
 @dataclasses.dataclass(frozen=True)

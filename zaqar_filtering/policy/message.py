@@ -25,6 +25,7 @@ import json
 from zaqar_filtering.policy import binding_key
 from zaqar_filtering.policy.errors import InvalidPolicy
 from zaqar_filtering.policy.limits import DEFAULT_LIMITS
+from zaqar_filtering.policy import spelling
 from zaqar_filtering.policy import tags
 from zaqar_filtering.policy import values as v
 
@@ -48,11 +49,13 @@ def validate_message(message, limits=DEFAULT_LIMITS):
     :param limits: a :class:`Limits`.
     :returns: a dict of the filter fields the message has: tags as a sorted
         list of distinct tags, the routing key, the attributes as given.
-    :raises InvalidPolicy: naming the field, the value and the rule.
+    :raises InvalidPolicy: naming the field, the value and the rule; also
+        for a key that looks like a misspelled filter field.
     """
     if not isinstance(message, dict):
         raise InvalidPolicy('message', 'message_type', 'must be a JSON '
                             'object, not %s' % v.describe(message))
+    spelling.check_names(message, FIELDS, None, 'field_name')
     fields = {}
     found = tags.parse_tags(message.get(TAGS), TAGS, limits)
     if found:

@@ -37,6 +37,7 @@ import dataclasses
 import math
 
 from zaqar_filtering.policy.errors import InvalidPolicy
+from zaqar_filtering.policy import spelling
 from zaqar_filtering.policy import values as v
 
 OPTION = '_retry_policy'
@@ -84,6 +85,7 @@ def validate_retry_policy(policy):
     if not isinstance(policy, dict):
         raise InvalidPolicy(OPTION, 'retry_policy_type', 'must be a JSON '
                             'object, not %s' % v.describe(policy))
+    spelling.check_names(policy, (STRATEGY,), OPTION, 'option_name')
     if STRATEGY not in policy:
         return
     strategy = policy[STRATEGY]

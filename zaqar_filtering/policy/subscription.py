@@ -25,6 +25,7 @@ from zaqar_filtering.policy import binding_key
 from zaqar_filtering.policy.errors import InvalidPolicy
 from zaqar_filtering.policy.limits import DEFAULT_LIMITS
 from zaqar_filtering.policy import retry
+from zaqar_filtering.policy import spelling
 from zaqar_filtering.policy import tags
 from zaqar_filtering.policy import values as v
 
@@ -33,6 +34,8 @@ BINDING_KEYS = 'binding_keys'
 FILTER_POLICY = attributes.OPTION
 FILTER_POLICY_SCOPE = attributes.SCOPE_OPTION
 OPTIONS = (TAGS, BINDING_KEYS, FILTER_POLICY, FILTER_POLICY_SCOPE)
+#: The option names a misspelled key is checked against.
+NAMES = OPTIONS + (retry.OPTION,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +106,9 @@ def scope_fields(scope, message):
 def parse_options(options, limits=DEFAULT_LIMITS):
     """Return the :class:`SubscriptionPolicy` of a subscription's options.
 
+    Other options are Zaqar's or the user's, except a misspelling of ours
+    (see :mod:`zaqar_filtering.policy.spelling`), which is rejected.
+
     :raises InvalidPolicy: naming the option, the value and the rule.
     """
     if options is None:
@@ -110,6 +116,7 @@ def parse_options(options, limits=DEFAULT_LIMITS):
     if not isinstance(options, dict):
         raise InvalidPolicy('options', 'options_type', 'must be a JSON '
                             'object, not %s' % v.describe(options))
+    spelling.check_names(options, NAMES, None, 'option_name')
     scope = attributes.parse_scope(options.get(FILTER_POLICY_SCOPE))
     return SubscriptionPolicy(
         tags=tags.parse_tags(options.get(TAGS), TAGS, limits),
