@@ -83,8 +83,8 @@ def filter_fields(raw_body, limits=zaqar_filtering.DEFAULT_LIMITS):
     document = transport_utils.read_json(io.BytesIO(raw_body), len(raw_body))
     fields = []
     for index, message in enumerate(document['messages']):
-        posted = {name: message[name] for name in policy_message.FIELDS
-                  if name in message}
+        posted = {name: message[name]
+                  for name in policy_message.POSTED_FIELDS if name in message}
         try:
             fields.append(zaqar_filtering.validate_message(posted, limits))
         except zaqar_filtering.InvalidPolicy as exc:
