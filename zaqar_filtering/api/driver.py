@@ -13,13 +13,15 @@
 """Zaqar's WSGI transport driver with the filtering resources.
 
 The messages collection keeps the message filter fields; a subscription's
-``deliveries`` tell what the delivery ledger holds for it.
+``deliveries`` tell what the delivery ledger holds for it; queue metadata
+may make a queue ordered by key.
 """
 
 from zaqar.transport.wsgi import driver
 
 from zaqar_filtering.api import deliveries
 from zaqar_filtering.api import messages
+from zaqar_filtering.api import ordering
 from zaqar_filtering import opts
 from zaqar_filtering import store as policy_store
 
@@ -37,6 +39,7 @@ class Driver(driver.Driver):
     """
 
     def _init_routes(self):
+        self._validate = ordering.Validator(self._conf)
         super()._init_routes()
         # Zaqar wraps self.app in its middleware only after this method
         # returns, so self.app is still the bare falcon.App here.
