@@ -31,12 +31,15 @@ Ordering = collections.namedtuple('Ordering', 'messages claims')
 def backend_for(driver):
     """Return the :class:`Ordering` of a Zaqar data driver, or None.
 
-    None for stores (swift) and pooled drivers that this cannot order.
+    None for stores (swift, mongodb.fifo) and pooled drivers that this
+    cannot order.
     """
     if isinstance(driver, redis_driver.DataDriver):
         from zaqar_filtering.ordering import redis
         return Ordering(redis.MessageController(driver),
                         redis.ClaimController(driver))
+    if isinstance(driver, mongodb_driver.FIFODataDriver):
+        return None
     if isinstance(driver, mongodb_driver.DataDriver):
         from zaqar_filtering.ordering import mongodb
         return Ordering(mongodb.MessageController(driver),
