@@ -28,8 +28,10 @@ function install_zaqar_filtering {
 
 # configure_zaqar_filtering() - The pipelines, the store and the WSGI app.
 function configure_zaqar_filtering {
-    iniset $ZAQAR_CONF storage message_pipeline zaqar_filtering.notifier
+    iniset $ZAQAR_CONF storage message_pipeline \
+        zaqar_filtering.notifier,zaqar_filtering.ordering
     iniset $ZAQAR_CONF storage subscription_pipeline zaqar_filtering.validation
+    iniset $ZAQAR_CONF storage claim_pipeline zaqar_filtering.ordering
     iniset $ZAQAR_CONF filtering policy_store $ZAQAR_FILTERING_POLICY_STORE
     if [[ "$ZAQAR_FILTERING_POLICY_STORE" == "mongodb" ]]; then
         iniset $ZAQAR_CONF filtering:mongodb uri $ZAQAR_FILTERING_MONGODB_URI

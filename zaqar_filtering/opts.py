@@ -45,6 +45,8 @@ _LIMIT_HELP = {
                          'filter policy.',
     'max_policy_decimals': 'Most digits after the decimal point of a number '
                            'in an SNS filter policy.',
+    'max_ordering_key_length': 'Most characters in the ordering_key of a '
+                               'message.',
 }
 
 LIMIT_OPTS = [

@@ -138,10 +138,12 @@ class TestDevstackPlugin(unittest.TestCase):
     def test_post_config_sets_the_pipelines(self):
         self.run_phases('stack post-config')
         conf = self.read('etc/zaqar.conf')
-        self.assertEqual('zaqar_filtering.notifier',
+        self.assertEqual('zaqar_filtering.notifier,zaqar_filtering.ordering',
                          conf.get('storage', 'message_pipeline'))
         self.assertEqual('zaqar_filtering.validation',
                          conf.get('storage', 'subscription_pipeline'))
+        self.assertEqual('zaqar_filtering.ordering',
+                         conf.get('storage', 'claim_pipeline'))
         self.assertEqual('subscriptions',
                          conf.get('filtering', 'policy_store'))
         self.assertFalse(conf.has_section('filtering:mongodb'))
@@ -189,11 +191,12 @@ class TestDevstackPlugin(unittest.TestCase):
             os.path.join(self.work, 'etc/zaqar.conf')])
         self.assertEqual('subscriptions', conf.filtering.policy_store)
         zaqar_conf = self.read('etc/zaqar.conf')
-        for option in ('message_pipeline', 'subscription_pipeline'):
-            name = zaqar_conf.get('storage', option)
-            manager = stevedore.ExtensionManager(
-                'zaqar.storage.stages', invoke_on_load=False)
-            self.assertIn(name, manager.names())
+        manager = stevedore.ExtensionManager('zaqar.storage.stages',
+                                             invoke_on_load=False)
+        for option in ('message_pipeline', 'subscription_pipeline',
+                       'claim_pipeline'):
+            for name in zaqar_conf.get('storage', option).split(','):
+                self.assertIn(name, manager.names())
 
     def test_test_config_enables_the_tempest_plugin(self):
         self.run_phases('stack test-config', services='zaqar-wsgi,tempest')

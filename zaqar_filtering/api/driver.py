@@ -16,6 +16,7 @@ The messages collection keeps the message filter fields; a subscription's
 ``deliveries`` tell what the delivery ledger holds for it; a queue's
 ``subscriptions/match`` tells who would receive a message, and why not;
 subscription changes refused while the policy store is down say so;
+queue metadata may make a queue ordered by key;
 ``queue:`` subscribers are accepted; the topic routes are ours
 (:mod:`zaqar_filtering.api.topics`).
 """
@@ -49,7 +50,8 @@ class Driver(driver.Driver):
     """
 
     def _init_routes(self):
-        # Zaqar's validator, with queue: subscribers; the routes take it.
+        # Zaqar's validator, with queue: subscribers and
+        # the ordered-queue flag; the routes take it.
         self._validate = validation.Validator(self._conf)
         super()._init_routes()
         # Zaqar wraps self.app in its middleware only after this method

@@ -95,7 +95,7 @@ def message_filter_fields(message, where,
     :raises zaqar.transport.validation.ValidationFailed: naming the
         message, the field, the value and the rule.
     """
-    posted = {name: message[name] for name in policy_message.FIELDS
+    posted = {name: message[name] for name in policy_message.POSTED_FIELDS
               if name in message}
     try:
         return zaqar_filtering.validate_message(posted, limits)

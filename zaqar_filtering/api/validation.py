@@ -10,20 +10,22 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Zaqar's request validator, accepting ``queue:`` subscribers.
+"""Zaqar's request validator, with the plugin's subscribers and queue flags.
 
 Zaqar checks a subscriber's URI scheme against ``[transport]
 subscriber_types``; a ``queue:NAME`` subscriber is the plugin's own and is
 accepted whatever that list says. Its name is checked by the subscription
-stage (:mod:`zaqar_filtering.stages.validation`).
+stage (:mod:`zaqar_filtering.stages.validation`). Queue metadata may set
+``_ordered_by_key`` (:mod:`zaqar_filtering.api.ordering`).
 """
 
 from zaqar.transport import validation
 
+from zaqar_filtering.api import ordering
 from zaqar_filtering.stages import queue_task
 
 
-class Validator(validation.Validator):
+class Validator(ordering.QueueMetadataValidation, validation.Validator):
     """Zaqar's validator; ``queue:`` subscribers skip the scheme list."""
 
     def subscription_patching(self, subscription):

@@ -43,6 +43,8 @@ class Limits:
     max_policy_number: int = 10 ** 9
     #: Digits after the decimal point of a number in a filter policy.
     max_policy_decimals: int = 5
+    #: Characters in a message's ordering key (EMQ's TopicQueue topic).
+    max_ordering_key_length: int = 128
 
     def __post_init__(self):
         for field in dataclasses.fields(self):

@@ -14,6 +14,8 @@
 
 A message may carry ``filter_policies`` (tags), ``routing_key`` and
 ``attributes``; its ``body`` is what ``MessageBody``-scope policies read.
+Beside them, ``ordering_key`` orders the claims of an ordered queue (see
+:mod:`zaqar_filtering.policy.ordering`).
 :func:`validate_message` is the API's strict check. :class:`MessageView` is
 the matcher's lenient reading: a field it cannot read counts as absent, so
 matching never fails on a message that skipped validation.
@@ -25,6 +27,7 @@ import json
 from zaqar_filtering.policy import binding_key
 from zaqar_filtering.policy.errors import InvalidPolicy
 from zaqar_filtering.policy.limits import DEFAULT_LIMITS
+from zaqar_filtering.policy import ordering
 from zaqar_filtering.policy import spelling
 from zaqar_filtering.policy import tags
 from zaqar_filtering.policy import values as v
@@ -34,6 +37,9 @@ ROUTING_KEY = 'routing_key'
 ATTRIBUTES = 'attributes'
 BODY = 'body'
 FIELDS = (TAGS, ROUTING_KEY, ATTRIBUTES)
+ORDERING_KEY = ordering.ORDERING_KEY
+#: Every field :func:`validate_message` reads from a posted message.
+POSTED_FIELDS = FIELDS + (ORDERING_KEY,)
 
 ATTRIBUTE_TYPES = ('String', 'Number', 'String.Array', 'Binary')
 
@@ -48,14 +54,15 @@ def validate_message(message, limits=DEFAULT_LIMITS):
     :param message: a posted message (a dict).
     :param limits: a :class:`Limits`.
     :returns: a dict of the filter fields the message has: tags as a sorted
-        list of distinct tags, the routing key, the attributes as given.
+        list of distinct tags, the routing key, the attributes as given,
+        the ordering key.
     :raises InvalidPolicy: naming the field, the value and the rule; also
         for a key that looks like a misspelled filter field.
     """
     if not isinstance(message, dict):
         raise InvalidPolicy('message', 'message_type', 'must be a JSON '
                             'object, not %s' % v.describe(message))
-    spelling.check_names(message, FIELDS, None, 'field_name')
+    spelling.check_names(message, POSTED_FIELDS, None, 'field_name')
     fields = {}
     found = tags.parse_tags(message.get(TAGS), TAGS, limits)
     if found:
@@ -74,6 +81,9 @@ def validate_message(message, limits=DEFAULT_LIMITS):
             parse_attribute(name, value)
         if attributes:
             fields[ATTRIBUTES] = attributes
+    if message.get(ORDERING_KEY) is not None:
+        fields[ORDERING_KEY] = ordering.parse_ordering_key(
+            message[ORDERING_KEY], limits)
     return fields
 
 

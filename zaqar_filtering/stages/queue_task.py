@@ -104,7 +104,7 @@ def message_of(notification):
     """Return the message a notification posts into the target queue."""
     message = {'ttl': notification['ttl'],
                'body': notification.get(policy_message.BODY)}
-    for field in policy_message.FIELDS:
+    for field in policy_message.POSTED_FIELDS:
         if field in notification:
             message[field] = notification[field]
     return message
