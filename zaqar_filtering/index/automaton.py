@@ -105,7 +105,8 @@ class _KeyMatcher:
 
     __slots__ = ('children', 'exact', 'folded', 'prefixes', 'suffixes',
                  'networks', 'prefix_lengths', 'suffix_lengths', 'masks',
-                 'ranges', 'anything_but', 'present', 'absent', 'scanned')
+                 'ranges', 'anything_but', 'present', 'absent', 'strings',
+                 'scanned')
 
     def __init__(self, grid):
         self.children = {}      # rules of a condition -> next _State
@@ -122,8 +123,9 @@ class _KeyMatcher:
         self.anything_but = {}  # AnythingBut rule -> set of states
         self.present = set()    # exists: true
         self.absent = set()     # exists: false
-        # Whether any rule needs more than the exact lookup.
-        self.scanned = False
+        # Whether strings need more than the exact lookup; whether any
+        # value does.
+        self.strings = self.scanned = False
 
     def add(self, rules, child):
         self.children[rules] = child
@@ -205,9 +207,9 @@ class _KeyMatcher:
             states.discard(child)
 
     def _update_scanned(self):
-        self.scanned = bool(self.folded or self.prefix_lengths
-                            or self.suffix_lengths or self.masks
-                            or self.ranges or self.anything_but
+        self.strings = bool(self.folded or self.prefix_lengths
+                            or self.suffix_lengths or self.masks)
+        self.scanned = bool(self.strings or self.ranges or self.anything_but
                             or self.present)
 
     def find(self, found, hits):
@@ -219,20 +221,26 @@ class _KeyMatcher:
                 hits.update(states)
         if not self.scanned:
             return
+        strings, ranges = self.strings, self.ranges
+        anything_but = self.anything_but
         present = False
         for value in found:
             kind = value[0]
             if kind == STRING:
                 present = True
-                self._find_string(value, hits)
+                if strings:
+                    self._find_string(value, hits)
             elif kind == NUMBER:
                 present = True
-                if self.ranges:
-                    self.ranges.find(value, hits)
+                if ranges:
+                    ranges.find(value, hits)
             elif kind != NULL:
                 present = True
-            if self.anything_but and (kind == STRING or kind == NUMBER):
-                for rule, states in self.anything_but.items():
+                continue
+            else:
+                continue
+            if anything_but:
+                for rule, states in anything_but.items():
                     if rule.matches(value):
                         hits.update(states)
         if present and self.present:
@@ -346,8 +354,16 @@ class PolicyAutomaton:
             if len(edges) <= count:
                 for path, matcher in edges.items():
                     found = fields.get(path)
-                    if found:
+                    if not found:
+                        continue
+                    if matcher.scanned:
                         matcher.find(found, hits)
+                        continue
+                    exact = matcher.exact  # the common case, inlined
+                    for value in found:
+                        states = exact.get(value)
+                        if states:
+                            hits.update(states)
             else:
                 for path, found in fields.items():
                     matcher = edges.get(path)
