@@ -61,14 +61,16 @@ def steps(branch):
     """Return a branch's distinct conditions in the canonical order.
 
     Each step is ``(path, rules)`` with ``rules`` a frozenset: equal
-    conditions are one step and give one key in every matcher.
+    conditions are one step and give one key in every matcher. Conditions
+    of the same rank on the same path (from ``$or``) keep the policy's
+    order, so the same policy always gives the same steps.
     """
     keys = {}
     for condition in branch:
-        rules = frozenset(condition.rules)
-        keys[(condition.path, rules)] = (
-            max(_rank(rule) for rule in rules), condition.path,
-            sorted(repr(rule) for rule in rules))
+        key = (condition.path, frozenset(condition.rules))
+        if key not in keys:
+            keys[key] = (max(map(_rank, condition.rules)), condition.path,
+                         len(keys))
     return sorted(keys, key=keys.get)
 
 
