@@ -12,31 +12,35 @@
 
 """The SNS filter policies of one scope, compiled into one automaton.
 
-The design follows AWS event-ruler: every branch of every policy (a
-conjunction of conditions) becomes a path of states, one step per
-condition, the conditions taken in a canonical order. A state holds, per
-key, a :class:`_KeyMatcher` that maps the key's values to next states:
-exact and case-folded values by dict, prefixes and suffixes by one lookup
-per length in use, CIDR blocks by one lookup per mask in use, numeric
-ranges in a :class:`RangeSet`, ``anything-but`` and ``exists`` by their own
-lists. Branches that begin with the same conditions share the states of
-that prefix, so 100,000 policies that all say ``"status": ["paid"]`` share
-one step, and those that say ``"event": ["type7"]`` share another.
+The design follows AWS event-ruler: every policy becomes paths of states,
+one step per condition, and a message walks the paths its values take.
+A branch of a policy (a conjunction of conditions, each an OR of rules) is
+first expanded into its single-rule conjunctions: ``{"a": ["x", "y"],
+"b": ["z"]}`` gives ``a = x, b = z`` and ``a = y, b = z``. SNS's
+combination limit bounds that product (150 by default), which is why it
+exists. Each conjunction's steps are taken in a canonical order, and a
+state leads to one next state per (key, rule), so conjunctions that begin
+with the same steps share their states: 100,000 policies that all say
+``"status": ["paid"]`` share one step, those that say ``"event":
+["type7"]`` share another, and a value reached through one rule never
+advances a conjunction that did not ask for it.
 
-A message walks from the root only along the steps its values take, and
-collects the subscriptions of the states that end branches: the cost
-follows the message's values and the (partial) matches, not the number of
-policies.
+A state holds, per key, a :class:`_KeyMatcher` that maps the key's values
+to next states: exact and case-folded values by dict, prefixes and
+suffixes by one lookup per length in use, CIDR blocks by one lookup per
+mask in use, numeric ranges in a :class:`RangeSet`, ``anything-but`` and
+``exists`` by their own lists. A message walks from the root only along
+the steps its values take, and collects the subscriptions of the states
+where conjunctions end: the cost follows the message's values and the
+(partial) matches, not the number of policies.
 
-The canonical order puts selective conditions first (exact values, then
-prefixes, suffixes, ranges and CIDR blocks, then ``exists: true``, then
-``anything-but``, then ``exists: false``), then orders by key: a state
+The canonical order puts selective and cheap steps first (exact values,
+then prefixes and suffixes, CIDR blocks, numeric ranges, then ``exists:
+true``, ``anything-but``, ``exists: false``), then orders by key: a state
 reached by few messages is where the broad conditions are tested.
-
-A step leads to one state per (state, condition): two branches take the
-same step only when their conditions are equal (same key, same rules), so
-a value matching a rule of one never advances the other.
 """
+
+import itertools
 
 from zaqar_filtering.index.interval_index import RangeSet
 from zaqar_filtering.policy import attributes as a
@@ -47,40 +51,45 @@ STRING = v.STRING
 NUMBER = v.NUMBER
 NULL = v.NULL
 
+# The canonical order of conditions: by the rank of their broadest rule,
+# then by key. Cheap and selective lookups first: exact values, prefixes
+# and suffixes (one dict lookup per length), CIDR blocks (an address to
+# parse), numeric ranges (a scan, or an interval index walk), then the
+# conditions most messages pass.
 _RANK = {a.Exact: 0, a.EqualsIgnoreCase: 0, a.Prefix: 1, a.Suffix: 1,
-         a.Cidr: 1, a.Numeric: 1, a.AnythingBut: 3}
+         a.Cidr: 2, a.Numeric: 3, a.AnythingBut: 5}
 
 
 def _rank(rule):
     if type(rule) is a.Exists:
-        return 2 if rule.flag else 4
+        return 4 if rule.flag else 6
     return _RANK[type(rule)]
 
 
-def steps(branch):
-    """Return a branch's distinct conditions in the canonical order.
+def conjunctions(branch):
+    """Yield the single-rule conjunctions of a branch, as lists of steps.
 
-    Each step is ``(path, rules)`` with ``rules`` a frozenset: equal
-    conditions are one step and give one key in every matcher. Conditions
-    of the same rank on the same path (from ``$or``) keep the policy's
-    order, so the same policy always gives the same steps.
+    A step is ``(path, rule)``; a conjunction lists its distinct steps in
+    the canonical order. Steps of the same rank on the same key keep the
+    policy's order, so the same policy always gives the same steps.
     """
-    keys = {}
-    for condition in branch:
-        key = (condition.path, frozenset(condition.rules))
-        if key not in keys:
-            keys[key] = (max(map(_rank, condition.rules)), condition.path,
-                         len(keys))
-    return sorted(keys, key=keys.get)
+    choices = [[(condition.path, rule) for rule in condition.rules]
+               for condition in branch]
+    for chosen in itertools.product(*choices):
+        keys = {}
+        for step in chosen:
+            if step not in keys:
+                keys[step] = (_rank(step[1]), step[0], len(keys))
+        yield sorted(keys, key=keys.get)
 
 
 class _State:
-    """A point in the automaton after some conditions held.
+    """A point in the automaton after some steps held.
 
-    :ivar edges: path -> :class:`_KeyMatcher` of the next conditions.
-    :ivar absent: the matchers of ``edges`` with ``exists: false`` rules.
-    :ivar subs: subscription id -> number of its branches ending here.
-    :ivar refs: number of branches that pass through or end here.
+    :ivar edges: path -> :class:`_KeyMatcher` of the next steps.
+    :ivar absent: the matchers of ``edges`` with an ``exists: false`` step.
+    :ivar subs: subscription id -> number of its conjunctions ending here.
+    :ivar refs: number of conjunctions that pass through or end here.
     """
     __slots__ = ('edges', 'absent', 'subs', 'refs')
 
@@ -103,7 +112,7 @@ def _count(counter, key, step):
 
 
 class _KeyMatcher:
-    """The conditions on one key leaving one state, indexed by rule."""
+    """The steps on one key leaving one state: one next state per rule."""
 
     __slots__ = ('children', 'exact', 'folded', 'prefixes', 'suffixes',
                  'networks', 'prefix_lengths', 'suffix_lengths', 'masks',
@@ -111,8 +120,8 @@ class _KeyMatcher:
                  'scanned')
 
     def __init__(self, grid):
-        self.children = {}      # rules of a condition -> next _State
-        self.exact = {}         # typed value -> set of states
+        self.children = {}      # rule -> next _State
+        self.exact = {}         # typed value -> next _State
         self.folded = {}
         self.prefixes = {}
         self.suffixes = {}
@@ -122,70 +131,24 @@ class _KeyMatcher:
         self.suffix_lengths = {}
         self.masks = {}
         self.ranges = RangeSet(grid)
-        self.anything_but = {}  # AnythingBut rule -> set of states
-        self.present = set()    # exists: true
-        self.absent = set()     # exists: false
+        self.anything_but = {}  # AnythingBut rule -> next _State
+        self.present = None     # the next state of exists: true
+        self.absent = None      # the next state of exists: false
         # Whether strings need more than the exact lookup; whether any
         # value does.
         self.strings = self.scanned = False
 
-    def add(self, rules, child):
-        self.children[rules] = child
-        for rule in rules:
-            if self._bucketed(rule):
-                self._table(rule, 1).setdefault(self._key(rule),
-                                                set()).add(child)
-            else:
-                self._set(rule, child, True)
+    def add(self, rule, child):
+        self.children[rule] = child
+        self._index(rule, child, True)
         self._update_scanned()
 
-    def discard(self, rules):
-        child = self.children.pop(rules)
-        for rule in rules:
-            if self._bucketed(rule):
-                table = self._table(rule, -1)
-                key = self._key(rule)
-                states = table[key]
-                states.discard(child)
-                if not states:
-                    del table[key]
-            else:
-                self._set(rule, child, False)
+    def discard(self, rule):
+        self._index(rule, self.children.pop(rule), False)
         self._update_scanned()
 
-    @staticmethod
-    def _bucketed(rule):
-        return type(rule) in (a.Exact, a.EqualsIgnoreCase, a.Prefix,
-                              a.Suffix, a.Cidr)
-
-    @staticmethod
-    def _key(rule):
-        kind = type(rule)
-        if kind is a.Exact:
-            return rule.value
-        if kind is a.EqualsIgnoreCase:
-            return rule.folded
-        if kind is a.Cidr:
-            return _network_key(rule.network)
-        return rule.text
-
-    def _table(self, rule, step):
-        # The rule's dict, counting the prefix/suffix length or CIDR mask.
-        kind = type(rule)
-        if kind is a.Exact:
-            return self.exact
-        if kind is a.EqualsIgnoreCase:
-            return self.folded
-        if kind is a.Prefix:
-            _count(self.prefix_lengths, len(rule.text), step)
-            return self.prefixes
-        if kind is a.Suffix:
-            _count(self.suffix_lengths, len(rule.text), step)
-            return self.suffixes
-        _count(self.masks, _network_key(rule.network)[0], step)
-        return self.networks
-
-    def _set(self, rule, child, adding):
+    def _index(self, rule, child, adding):
+        step = 1 if adding else -1
         kind = type(rule)
         if kind is a.Numeric:
             if adding:
@@ -193,34 +156,45 @@ class _KeyMatcher:
             else:
                 self.ranges.discard(rule, child)
             return
-        if kind is a.AnythingBut:
-            states = self.anything_but.setdefault(rule, set())
-            if adding:
-                states.add(child)
+        if kind is a.Exists:
+            if rule.flag:
+                self.present = child if adding else None
             else:
-                states.discard(child)
-                if not states:
-                    del self.anything_but[rule]
+                self.absent = child if adding else None
             return
-        states = self.present if rule.flag else self.absent
-        if adding:
-            states.add(child)
+        if kind is a.Exact:
+            table, key = self.exact, rule.value
+        elif kind is a.EqualsIgnoreCase:
+            table, key = self.folded, rule.folded
+        elif kind is a.Prefix:
+            table, key = self.prefixes, rule.text
+            _count(self.prefix_lengths, len(key), step)
+        elif kind is a.Suffix:
+            table, key = self.suffixes, rule.text
+            _count(self.suffix_lengths, len(key), step)
+        elif kind is a.Cidr:
+            table, key = self.networks, _network_key(rule.network)
+            _count(self.masks, key[0], step)
         else:
-            states.discard(child)
+            table, key = self.anything_but, rule
+        if adding:
+            table[key] = child
+        else:
+            del table[key]
 
     def _update_scanned(self):
         self.strings = bool(self.folded or self.prefix_lengths
                             or self.suffix_lengths or self.masks)
         self.scanned = bool(self.strings or self.ranges or self.anything_but
-                            or self.present)
+                            or self.present is not None)
 
     def find(self, found, hits):
         """Add to ``hits`` the next states that the values ``found`` take."""
         exact = self.exact
         for value in found:
-            states = exact.get(value)
-            if states:
-                hits.update(states)
+            child = exact.get(value)
+            if child is not None:
+                hits.add(child)
         if not self.scanned:
             return
         strings, ranges = self.strings, self.ranges
@@ -231,7 +205,7 @@ class _KeyMatcher:
             if kind == STRING:
                 present = True
                 if strings:
-                    self._find_string(value, hits)
+                    self._find_string(value[1], hits)
             elif kind == NUMBER:
                 present = True
                 if ranges:
@@ -242,45 +216,44 @@ class _KeyMatcher:
             else:
                 continue
             if anything_but:
-                for rule, states in anything_but.items():
+                for rule, child in anything_but.items():
                     if rule.matches(value):
-                        hits.update(states)
-        if present and self.present:
-            hits.update(self.present)
+                        hits.add(child)
+        if present and self.present is not None:
+            hits.add(self.present)
 
-    def _find_string(self, value, hits):
-        text = value[1]
+    def _find_string(self, text, hits):
         if self.folded:
-            states = self.folded.get(text.casefold())
-            if states:
-                hits.update(states)
+            child = self.folded.get(text.casefold())
+            if child is not None:
+                hits.add(child)
         size = len(text)
         if self.prefix_lengths:
             prefixes = self.prefixes
             for length in self.prefix_lengths:
                 if length <= size:
-                    states = prefixes.get(text[:length])
-                    if states:
-                        hits.update(states)
+                    child = prefixes.get(text[:length])
+                    if child is not None:
+                        hits.add(child)
         if self.suffix_lengths:
             suffixes = self.suffixes
             for length in self.suffix_lengths:
                 if length <= size:
-                    states = suffixes.get(text[size - length:])
-                    if states:
-                        hits.update(states)
+                    child = suffixes.get(text[size - length:])
+                    if child is not None:
+                        hits.add(child)
         if self.masks:
-            address = a.ip_address(value)
+            address = a.ip_address((STRING, text))
             if address is not None:
                 number = int(address)
                 for mask in self.masks:
                     version, prefixlen = mask
                     if version == address.version:
                         shift = address.max_prefixlen - prefixlen
-                        states = self.networks.get(
+                        child = self.networks.get(
                             (mask, number >> shift << shift))
-                        if states:
-                            hits.update(states)
+                        if child is not None:
+                            hits.add(child)
 
 
 class PolicyAutomaton:
@@ -302,44 +275,51 @@ class PolicyAutomaton:
     def add(self, sub_id, policy):
         """Add the branches of an :class:`AttributePolicy` for ``sub_id``."""
         for branch in policy.branches:
-            state = self.root
-            for path, rules in steps(branch):
-                matcher = state.edges.get(path)
-                if matcher is None:
-                    matcher = state.edges[path] = _KeyMatcher(self.grid)
-                child = matcher.children.get(rules)
-                if child is None:
-                    child = _State()
-                    matcher.add(rules, child)
-                    if matcher.absent:
-                        state.absent[path] = matcher
-                child.refs += 1
-                state = child
-            state.subs[sub_id] = state.subs.get(sub_id, 0) + 1
+            for conjunction in conjunctions(branch):
+                state = self.root
+                for path, rule in conjunction:
+                    matcher = state.edges.get(path)
+                    if matcher is None:
+                        matcher = state.edges[path] = _KeyMatcher(self.grid)
+                    child = matcher.children.get(rule)
+                    if child is None:
+                        child = _State()
+                        matcher.add(rule, child)
+                        if matcher.absent is not None:
+                            state.absent[path] = matcher
+                    child.refs += 1
+                    state = child
+                state.subs[sub_id] = state.subs.get(sub_id, 0) + 1
             self._count_paths(branch, 1)
 
     def discard(self, sub_id, policy):
         """Undo :meth:`add` of the same policy."""
         for branch in policy.branches:
-            state = self.root
-            trail = []
-            for path, rules in steps(branch):
-                matcher = state.edges[path]
-                child = matcher.children[rules]
-                trail.append((state, path, matcher, rules, child))
-                state = child
-            _count(state.subs, sub_id, -1)
-            for state, path, matcher, rules, child in reversed(trail):
-                child.refs -= 1
-                if child.refs:
-                    continue
-                # No branch left through ``child``: its edges are gone.
-                matcher.discard(rules)
-                if not matcher.children:
-                    del state.edges[path]
-                if not matcher.absent or not matcher.children:
-                    state.absent.pop(path, None)
+            for conjunction in conjunctions(branch):
+                self._discard(sub_id, conjunction)
             self._count_paths(branch, -1)
+
+    def _discard(self, sub_id, conjunction):
+        state = self.root
+        trail = []
+        for path, rule in conjunction:
+            matcher = state.edges[path]
+            child = matcher.children[rule]
+            trail.append((state, path, matcher, rule, child))
+            state = child
+        _count(state.subs, sub_id, -1)
+        for state, path, matcher, rule, child in trail:
+            child.refs -= 1
+            if child.refs:
+                continue
+            # No conjunction is left through ``child``: drop the step and
+            # with it the states below, which only this one reached.
+            matcher.discard(rule)
+            if not matcher.children:
+                del state.edges[path]
+            if matcher.absent is None or not matcher.children:
+                state.absent.pop(path, None)
+            break
 
     def find(self, fields, out):
         """Add to ``out`` the ids of the subscriptions a message matches.
@@ -363,9 +343,9 @@ class PolicyAutomaton:
                         continue
                     exact = matcher.exact  # the common case, inlined
                     for value in found:
-                        states = exact.get(value)
-                        if states:
-                            hits.update(states)
+                        child = exact.get(value)
+                        if child is not None:
+                            hits.add(child)
             else:
                 for path, found in fields.items():
                     matcher = edges.get(path)
@@ -376,7 +356,7 @@ class PolicyAutomaton:
                     found = fields.get(path)
                     if not found or all(value[0] == NULL
                                         for value in found):
-                        hits.update(matcher.absent)
+                        hits.add(matcher.absent)
             for child in hits:
                 if child.subs:
                     out.update(child.subs)

@@ -15,8 +15,8 @@ and add / remove / replace leaving exactly the states still in use."""
 
 import unittest
 
+from zaqar_filtering.index.automaton import conjunctions
 from zaqar_filtering.index.automaton import PolicyAutomaton
-from zaqar_filtering.index.automaton import steps
 from zaqar_filtering.index.interval_index import NumberGrid
 from zaqar_filtering import Matcher
 from zaqar_filtering.policy.attributes import parse_filter_policy
@@ -141,8 +141,19 @@ class TestStructure(unittest.TestCase):
                                     'c': [{'exists': True}],
                                     'd': [{'prefix': 'p'}],
                                     'e': ['v']})
+        first, = conjunctions(policy.branches[0])
         self.assertEqual(['e', 'd', 'c', 'b', 'a'],
-                         [path for path, _ in steps(policy.branches[0])])
+                         [path for path, _ in first])
+
+    def test_values_of_one_key_are_steps_of_their_own(self):
+        # The value "2" leads to one state, whichever policy lists it.
+        automaton = new_automaton()
+        automaton.add('A', attributes_policy({'k': ['1', '2'], 'z': ['a']}))
+        automaton.add('B', attributes_policy({'k': ['2', '3'], 'z': ['a']}))
+        self.assertEqual(3, len(automaton.root.edges['k'].children))
+        self.assertEqual(6, len(states(automaton)))
+        self.assertEqual({'A', 'B'}, matching(automaton, {'k': '2',
+                                                          'z': 'a'}))
 
     def test_a_value_of_one_condition_does_not_advance_another(self):
         # Both start on the key "k", with different rules.
@@ -208,9 +219,9 @@ class TestAddRemove(unittest.TestCase):
         self.assertEqual(2, len(states(automaton)))
         self.assertEqual({'A'}, matching(automaton, {'k': 'x', 'n': 2,
                                                      'z': 'v'}))
-        self.assertEqual({}, automaton.root.edges['k'].children[
-            frozenset(attributes_policy(self.POLICIES[0])
-                      .branches[0][0].rules)].absent)
+        self.assertIsNone(automaton.root.edges['k'].children[
+            attributes_policy(self.POLICIES[0]).branches[0][0].rules[0]]
+            .edges['n'].absent)
 
     def test_overlapping_ranges_of_one_condition(self):
         automaton = new_automaton()
