@@ -117,7 +117,7 @@ class _KeyMatcher:
     __slots__ = ('children', 'exact', 'folded', 'prefixes', 'suffixes',
                  'networks', 'prefix_lengths', 'suffix_lengths', 'masks',
                  'ranges', 'anything_but', 'present', 'absent', 'strings',
-                 'scanned')
+                 'numbers', 'scanned')
 
     def __init__(self, grid):
         self.children = {}      # rule -> next _State
@@ -134,9 +134,9 @@ class _KeyMatcher:
         self.anything_but = {}  # AnythingBut rule -> next _State
         self.present = None     # the next state of exists: true
         self.absent = None      # the next state of exists: false
-        # Whether strings need more than the exact lookup; whether any
-        # value does.
-        self.strings = self.scanned = False
+        # Whether strings, numbers, any value need more than the exact
+        # lookup.
+        self.strings = self.numbers = self.scanned = False
 
     def add(self, rule, child):
         self.children[rule] = child
@@ -185,7 +185,8 @@ class _KeyMatcher:
     def _update_scanned(self):
         self.strings = bool(self.folded or self.prefix_lengths
                             or self.suffix_lengths or self.masks)
-        self.scanned = bool(self.strings or self.ranges or self.anything_but
+        self.numbers = bool(self.ranges.rules)
+        self.scanned = bool(self.strings or self.numbers or self.anything_but
                             or self.present is not None)
 
     def find(self, found, hits):
@@ -197,7 +198,7 @@ class _KeyMatcher:
                 hits.add(child)
         if not self.scanned:
             return
-        strings, ranges = self.strings, self.ranges
+        strings, numbers = self.strings, self.numbers
         anything_but = self.anything_but
         present = False
         for value in found:
@@ -208,8 +209,8 @@ class _KeyMatcher:
                     self._find_string(value[1], hits)
             elif kind == NUMBER:
                 present = True
-                if ranges:
-                    ranges.find(value, hits)
+                if numbers:
+                    self.ranges.find(value, hits)
             elif kind != NULL:
                 present = True
                 continue

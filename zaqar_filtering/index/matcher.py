@@ -110,18 +110,20 @@ class Matcher:
             if words is not None:
                 self._binding_keys.find(words, found[_BINDING_KEYS])
         automaton = self._attributes
-        if automaton:
+        if automaton.paths:
             automaton.find(fields.read_attributes(message, automaton.paths),
                            found[_FILTER_POLICY])
         automaton = self._body
-        if automaton:
+        if automaton.paths:
             automaton.find(fields.flatten_body(message.get(fields.BODY),
                                                automaton.paths),
                            found[_FILTER_POLICY])
         matched = self._unfiltered.union(*found)
         several = self._several_kinds
         if several:
-            for sub_id in matched.intersection(several):
+            # Iterate over the matches: intersection() with a dict would
+            # iterate over the dict.
+            for sub_id in [s for s in matched if s in several]:
                 if not all(sub_id in found[kind]
                            for kind in several[sub_id]):
                     matched.discard(sub_id)
