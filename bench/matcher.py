@@ -643,9 +643,6 @@ def print_table(rows):
 
 def verdict(rows, kind):
     base = next((r for r in rows if r['n'] == 100), None)
-    if kind == 'values':
-        # Matches grow with the size here: its goal is in goal_lines().
-        base = None
     top = rows[-1]
     growth = top['matcher_us'] / base['matcher_us'] if base else None
     speedup = top['naive_us'] / top['matcher_us']
@@ -654,6 +651,10 @@ def verdict(rows, kind):
     if top['n'] < 100000:
         # The goals are stated for 100,000 subscriptions.
         ok_growth = ok_speed = 'n/a below 100k'
+    elif kind == 'values':
+        # Matches grow with the size: its own goal is in goal_lines().
+        ok_growth = 'n/a: matches grow with the size'
+        ok_speed = _met(speedup >= 100.0)
     else:
         ok_growth = ('MET' if growth is not None and growth <= 2.0
                      else 'NOT MET')
