@@ -123,6 +123,9 @@ def parse_attribute(name, value):
 
     :raises InvalidPolicy: if the attribute is malformed.
     """
+    if type(value) is str and type(name) is str and name:
+        return ((v.STRING, value),)  # the common case, for the matcher
+
     def fail(rule, detail):
         raise InvalidPolicy(ATTRIBUTES, rule, detail, (name,))
 
