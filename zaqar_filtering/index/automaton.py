@@ -73,7 +73,8 @@ def conjunctions(branch):
     the canonical order. Steps of the same rank on the same key keep the
     policy's order, so the same policy always gives the same steps.
     """
-    choices = [[(condition.path, rule) for rule in condition.rules]
+    choices = [[(condition.path, rule)
+                for rule in dict.fromkeys(condition.rules)]
                for condition in branch]
     for chosen in itertools.product(*choices):
         keys = {}
