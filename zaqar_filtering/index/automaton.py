@@ -51,11 +51,11 @@ STRING = v.STRING
 NUMBER = v.NUMBER
 NULL = v.NULL
 
-# The canonical order of conditions: by the rank of their broadest rule,
-# then by key. Cheap and selective lookups first: exact values, prefixes
-# and suffixes (one dict lookup per length), CIDR blocks (an address to
-# parse), numeric ranges (a scan, or an interval index walk), then the
-# conditions most messages pass.
+# The canonical order of steps: by the rank of their rule, then by key.
+# Cheap and selective lookups first: exact values, prefixes and suffixes
+# (one dict lookup per length), CIDR blocks (an address to parse), numeric
+# ranges (a scan, or an interval index walk), then the rules most messages
+# pass.
 _RANK = {a.Exact: 0, a.EqualsIgnoreCase: 0, a.Prefix: 1, a.Suffix: 1,
          a.Cidr: 2, a.Numeric: 3, a.AnythingBut: 5}
 

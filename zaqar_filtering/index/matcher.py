@@ -55,7 +55,6 @@ class Matcher:
         self._several_kinds = {}
         self._tags = {}
         self._binding_keys = TopicTrie()
-        self._binding_key_count = 0
         grid = NumberGrid(limits.max_policy_number, limits.max_policy_decimals)
         self._attributes = PolicyAutomaton(grid)
         self._body = PolicyAutomaton(grid)
@@ -105,7 +104,7 @@ class Matcher:
                     subs = index.get(tag)
                     if subs:
                         hits.update(subs)
-        if self._binding_key_count:
+        if self._binding_keys:
             words = fields.read_routing_key(message)
             if words is not None:
                 self._binding_keys.find(words, found[_BINDING_KEYS])
@@ -148,8 +147,6 @@ class Matcher:
                     self._binding_keys.add(words, sub_id)
                 else:
                     self._binding_keys.discard(words, sub_id)
-            self._binding_key_count += (1 if adding else -1) * len(
-                policy.binding_keys)
         if policy.filter_policy is not None:
             kinds.append(_FILTER_POLICY)
             automaton = (self._body if policy.filter_policy.scope
@@ -159,17 +156,12 @@ class Matcher:
             else:
                 automaton.discard(sub_id, policy.filter_policy)
         if not kinds:
-            target, value = self._unfiltered, None
-        else:
-            target, value = self._several_kinds, tuple(kinds)
-            if len(kinds) == 1:
-                return
-        if adding:
-            if value is None:
-                target.add(sub_id)
+            if adding:
+                self._unfiltered.add(sub_id)
             else:
-                target[sub_id] = value
-        elif value is None:
-            target.discard(sub_id)
-        else:
-            del target[sub_id]
+                self._unfiltered.discard(sub_id)
+        elif len(kinds) > 1:
+            if adding:
+                self._several_kinds[sub_id] = tuple(kinds)
+            else:
+                del self._several_kinds[sub_id]

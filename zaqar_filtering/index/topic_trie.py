@@ -84,6 +84,9 @@ class TopicTrie:
         self._states = {}   # frozenset of nodes -> _DfaState
         self._start = None
 
+    def __bool__(self):
+        return bool(self.root)
+
     def add(self, words, entry):
         """Bind ``entry`` under the binding key ``words``."""
         node = self.root
