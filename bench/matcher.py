@@ -23,6 +23,21 @@ Naive baseline: every subscription's options are parsed once up front with
 ``parse_options``; for each message one ``MessageView`` is built and every
 parsed policy's ``matches(view)`` is evaluated in a loop.
 
+The ``values`` kind is issue 15's shared-values workload: subscription i
+has ``{"event": ["type<i % 1000>"], "price": [{"numeric": [">", i % 100]}]}``,
+so n / 1000 subscriptions share each exact value, and a message reaches all
+of them (``price`` above their bound). Its goal allows 1 us per match.
+
+The goals of issue 15 (goal 4) are printed at the end with MET / NOT MET:
+``Matcher.match`` within an absolute budget per kind at every size, and
+at least 1,000x faster than LocalStack's SNS filter-policy evaluator on the
+``values`` workload at 10,000 subscriptions in the same run. LocalStack is
+an optional peer: its ``localstack/services/sns/filter.py`` is taken from an
+installed ``localstack`` package, else from the path in the environment
+variable ``LOCALSTACK_SNS_FILTER`` (a checkout, an unpacked package, the
+file itself, or a ``localstack-core`` wheel); without it the peer column is
+skipped and the reason printed.
+
 Run from the repository root::
 
     python bench/matcher.py            # full run: 10 .. 100,000 subscriptions
@@ -34,6 +49,7 @@ machine.
 """
 
 import argparse
+import builtins
 import datetime
 import gc
 import json
@@ -43,6 +59,8 @@ import random
 import statistics
 import sys
 import time
+import types
+import zipfile
 
 try:
     import zaqar_filtering  # noqa: F401
@@ -208,6 +226,38 @@ def shared_options(g, k, j):
             'filter_policy_scope': 'MessageAttributes'}
 
 
+VALUE_TYPES = 1000      # distinct "event" values of the values workload
+
+
+def values_options(i):
+    return {'filter_policy': {'event': ['type%d' % (i % VALUE_TYPES)],
+                              'price': [{'numeric': ['>', i % 100]}]}}
+
+
+def values_message(event, price):
+    return {'attributes': {'event': 'type%d' % event,
+                           'price': {'Type': 'Number',
+                                     'Value': '%.1f' % price}}}
+
+
+def build_values_workload(n):
+    """Issue 15's shared-values workload: see the module docstring.
+
+    Every message carries the event of n / 1000 subscriptions (one below
+    1,000) and a price above their common bound, so it reaches all of them.
+    """
+    rng = random.Random('%d-values-%d' % (SEED, n))
+    subs = [('%024x' % i, values_options(i)) for i in range(n)]
+    rng.shuffle(subs)
+    messages, expected = [], []
+    for _ in range(MESSAGES):
+        event = rng.randrange(min(n, VALUE_TYPES))
+        messages.append(values_message(event, event % 100 + 0.5))
+        expected.append(frozenset('%024x' % i
+                                  for i in range(event, n, VALUE_TYPES)))
+    return subs, messages, expected
+
+
 # name -> (title, options(g, k, j), message(g, i), unfiltered subscriptions)
 KINDS = {
     'tags': ('tags (filter_policies)', tags_options, tags_message, 0),
@@ -223,8 +273,19 @@ KINDS = {
     'shared': ('SNS attributes whose first key holds a '
                'value every message carries', shared_options,
                attributes_message, 0),
+    'values': ('SNS attributes, shared values (n / 1000 subscriptions per '
+               'exact value, then a numeric bound)', None, None, 0),
 }
-DEFAULT_KINDS = ('tags', 'binding', 'attributes', 'body', 'mixed', 'shared')
+DEFAULT_KINDS = ('tags', 'binding', 'attributes', 'body', 'mixed', 'shared',
+                 'values')
+
+# Issue 15, goal 4: the largest median Matcher.match at any size, in us.
+BUDGETS = {'tags': 5.0, 'binding': 15.0, 'attributes': 30.0, 'body': 30.0}
+VALUES_BUDGET = (30.0, 1.0)   # us, plus us per match, at 100,000
+PEER_SIZE = 10000             # LocalStack is compared at this size
+PEER_GOAL = 1000.0            # times faster than LocalStack
+LOCALSTACK_ENV = 'LOCALSTACK_SNS_FILTER'
+LOCALSTACK_FILE = 'localstack/services/sns/filter.py'
 
 
 def build_workload(kind, n):
@@ -233,6 +294,8 @@ def build_workload(kind, n):
     subscriptions: list of (sub_id, options) in random order;
     messages: MESSAGES messages; expected[i]: the ids message i must reach.
     """
+    if kind == 'values':
+        return build_values_workload(n)
     _, options_of, message_of, unfiltered = KINDS[kind]
     rng = random.Random('%d-%s-%d' % (SEED, kind, n))
     per_group = MATCHES - unfiltered
@@ -278,6 +341,92 @@ def build_workload(kind, n):
 def naive_match(policies, message):
     view = MessageView(message)
     return {sub_id for sub_id, policy in policies if policy.matches(view)}
+
+
+def load_localstack():
+    """Return (LocalStack's SubscriptionFilter, where from) or (None, why).
+
+    Only ``filter.py`` is needed: when it is read from a path, its one
+    import from the rest of LocalStack (an exception class that evaluation
+    never raises) is given a stand-in.
+    """
+    try:
+        from localstack.services.sns.filter import SubscriptionFilter
+        return SubscriptionFilter, 'installed localstack package'
+    except ImportError as exc:
+        installed = 'no importable localstack package (%s)' % exc
+    path = os.environ.get(LOCALSTACK_ENV)
+    if not path:
+        return None, ('%s, and %s is not set (see bench/README.md)'
+                      % (installed, LOCALSTACK_ENV))
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as wheel:
+                source = wheel.read(LOCALSTACK_FILE).decode('utf-8')
+        else:
+            if os.path.isdir(path):
+                candidates = [os.path.join(path, LOCALSTACK_FILE),
+                              os.path.join(path, 'localstack-core',
+                                           LOCALSTACK_FILE)]
+                path = next((c for c in candidates if os.path.exists(c)),
+                            candidates[0])
+            with open(path, encoding='utf-8') as source_file:
+                source = source_file.read()
+    except (OSError, KeyError) as exc:
+        return None, '%s=%s: cannot read %s: %s' % (
+            LOCALSTACK_ENV, os.environ[LOCALSTACK_ENV], LOCALSTACK_FILE, exc)
+    stand_in = types.SimpleNamespace(
+        InvalidParameterException=type('InvalidParameterException',
+                                       (Exception,), {}))
+
+    def import_(name, *args, **kwargs):
+        if name == 'localstack.aws.api.sns':
+            return stand_in
+        return builtins.__import__(name, *args, **kwargs)
+
+    namespace = {'__name__': 'localstack_sns_filter',
+                 '__builtins__': dict(vars(builtins), __import__=import_)}
+    try:
+        exec(compile(source, path, 'exec'), namespace)
+        return namespace['SubscriptionFilter'], path
+    except Exception as exc:
+        return None, '%s: %s: %s' % (path, type(exc).__name__, exc)
+
+
+def sns_attributes(message):
+    """The message's attributes as SNS hands them to LocalStack."""
+    converted = {}
+    for name, value in message['attributes'].items():
+        if isinstance(value, dict):
+            converted[name] = {'DataType': value['Type'],
+                               'StringValue': value['Value']}
+        else:
+            converted[name] = {'DataType': 'String', 'StringValue': value}
+    return converted
+
+
+def time_localstack(peer_class, state, args):
+    """Time LocalStack's evaluator over every subscription of a queue.
+
+    That is how LocalStack publishes: each subscription's filter policy is
+    checked on the message, one subscription after the other.
+    """
+    peer = peer_class()
+    policies = [(sub_id, options['filter_policy'])
+                for sub_id, options in state['subs']]
+    check = peer.check_filter_policy_on_message_attributes
+
+    def localstack(attributes):
+        return {sub_id for sub_id, policy in policies
+                if check(policy, attributes)}
+
+    messages = [sns_attributes(m) for m in state['messages']]
+    warm = time_calls(localstack, messages, state['expected'], 2,
+                      'LocalStack warm-up')
+    calls = budget_calls(statistics.median(warm) / 1e9, args.naive_budget,
+                         args.naive_min_calls, args.naive_calls)
+    return time_calls(localstack, messages, state['expected'], calls,
+                      'LocalStack n=%d' % state['n'])
 
 
 def time_calls(func, messages, expected, calls, label):
@@ -331,10 +480,11 @@ def build_state(kind, n):
     # Correctness on every message before timing anything.
     for i, message in enumerate(messages):
         found = matcher.match(message)
-        if found != expected[i] or len(found) != MATCHES:
+        if found != expected[i]:
             raise AssertionError('%s n=%d: Matcher gave %d matches for '
                                  'message %d, expected %d'
-                                 % (kind, n, len(found), i, MATCHES))
+                                 % (kind, n, len(found), i,
+                                    len(expected[i])))
     return {'n': n, 'subs': subs, 'messages': messages,
             'expected': expected, 'matcher': matcher, 'policies': policies,
             'add_times': add_times}
@@ -377,6 +527,11 @@ def bench_kind(kind, args, progress):
             state['naive_times'] = time_calls(
                 naive, messages, expected, calls, '%s n=%d naive' % (kind, n))
             progress('%s n=%s naive timed' % (kind, '{:,}'.format(n)))
+            if kind == 'values' and n == PEER_SIZE and args.peer[0]:
+                state['peer_times'] = time_localstack(args.peer[0], state,
+                                                      args)
+                progress('%s n=%s LocalStack timed'
+                         % (kind, '{:,}'.format(n)))
 
         # Matcher: the sizes are timed in interleaved rounds, so that load
         # from other processes on the machine hits every size alike.
@@ -439,6 +594,9 @@ def bench_kind(kind, args, progress):
                 'naive_us': median_us(n_times),
                 'naive_calls': len(n_times),
             })
+            if 'peer_times' in state:
+                rows[-1]['localstack_us'] = median_us(state['peer_times'])
+                rows[-1]['localstack_calls'] = len(state['peer_times'])
         rows[-1]['churn'] = churn
         return rows
     finally:
@@ -483,7 +641,7 @@ def print_table(rows):
                                 for cell, w in zip(line, widths)) + ' |')
 
 
-def verdict(rows):
+def verdict(rows, kind):
     base = next((r for r in rows if r['n'] == 100), None)
     top = rows[-1]
     growth = top['matcher_us'] / base['matcher_us'] if base else None
@@ -493,6 +651,10 @@ def verdict(rows):
     if top['n'] < 100000:
         # The goals are stated for 100,000 subscriptions.
         ok_growth = ok_speed = 'n/a below 100k'
+    elif kind == 'values':
+        # Matches grow with the size: its own goal is in goal_lines().
+        ok_growth = 'n/a: matches grow with the size'
+        ok_speed = _met(speedup >= 100.0)
     else:
         ok_growth = ('MET' if growth is not None and growth <= 2.0
                      else 'NOT MET')
@@ -502,6 +664,57 @@ def verdict(rows):
             % (label, '%.2fx' % growth if growth is not None else 'n/a',
                ok_growth, label, '{:,.0f}x'.format(speedup), ok_speed))
     return text
+
+
+def _met(ok):
+    return 'MET' if ok else 'NOT MET'
+
+
+def goal_lines(results, peer_why):
+    """Issue 15, goal 4, as budget ratios of this run; one line each."""
+    lines = []
+    for kind, budget in BUDGETS.items():
+        rows = results.get(kind)
+        if not rows:
+            lines.append('%-11s not run' % (kind + ':'))
+            continue
+        worst = max(rows, key=lambda r: r['matcher_us'])
+        lines.append('%-11s slowest median %s us (at %s subscriptions) vs '
+                     'the %s us budget at every size: %.2f of budget %s'
+                     % (kind + ':', fmt_us(worst['matcher_us']),
+                        '{:,}'.format(worst['n']), fmt_us(budget),
+                        worst['matcher_us'] / budget,
+                        _met(worst['matcher_us'] <= budget)))
+    rows = {r['n']: r for r in results.get('values', ())}
+    top = rows.get(100000)
+    if top is None:
+        lines.append('values:     not run at 100,000 subscriptions')
+    else:
+        base, per_match = VALUES_BUDGET
+        budget = base + per_match * top['matches']
+        lines.append('values:     median %s us at 100,000 subscriptions, %d '
+                     'matches vs the %s + %s x %d = %s us budget: %.2f of '
+                     'budget %s'
+                     % (fmt_us(top['matcher_us']), top['matches'],
+                        fmt_us(base), fmt_us(per_match), top['matches'],
+                        fmt_us(budget), top['matcher_us'] / budget,
+                        _met(top['matcher_us'] <= budget)))
+    peer = rows.get(PEER_SIZE)
+    label = 'LocalStack:'
+    if peer is None:
+        lines.append('%-11s skipped: the values kind did not run at %s '
+                     'subscriptions' % (label, '{:,}'.format(PEER_SIZE)))
+    elif 'localstack_us' not in peer:
+        lines.append('%-11s peer column skipped: %s' % (label, peer_why))
+    else:
+        ratio = peer['localstack_us'] / peer['matcher_us']
+        lines.append('%-11s its evaluator %s us vs Matcher %s us at %s '
+                     'subscriptions (values): %sx faster (goal >= %sx) %s'
+                     % (label, fmt_us(peer['localstack_us']),
+                        fmt_us(peer['matcher_us']), '{:,}'.format(PEER_SIZE),
+                        '{:,.0f}'.format(ratio), '{:,.0f}'.format(PEER_GOAL),
+                        _met(ratio >= PEER_GOAL)))
+    return lines
 
 
 def parse_args(argv):
@@ -552,6 +765,9 @@ def main(argv=None):
     print('per-call times with time.perf_counter_ns; medians in µs')
     print('Matcher calls are timed in %d interleaved rounds over the sizes'
           % args.rounds)
+    args.peer = load_localstack() if 'values' in args.kinds else (None, '')
+    print('LocalStack peer: %s' % (args.peer[1] if args.peer[0]
+                                   else 'skipped: ' + args.peer[1]))
     sys.stdout.flush()
 
     def progress(text):
@@ -567,8 +783,16 @@ def main(argv=None):
         print('## %s' % title)
         print()
         counts = {r['matches'] for r in rows}
-        assert counts == {MATCHES}, counts
+        assert kind == 'values' or counts == {MATCHES}, counts
         print_table(rows)
+        for row in rows:
+            if 'localstack_us' in row:
+                print()
+                print('LocalStack\'s evaluator over the {:,} subscriptions: '
+                      '{} µs (median of {}); Matcher {:,.0f}x faster'
+                      .format(row['n'], fmt_us(row['localstack_us']),
+                              row['localstack_calls'],
+                              row['localstack_us'] / row['matcher_us']))
         churn = rows[-1]['churn']
         print()
         print('add/remove at {:,} subscriptions: add {} µs/add (mean over '
@@ -585,7 +809,13 @@ def main(argv=None):
     print('## Verdict')
     print()
     for kind, rows in results.items():
-        print('%-12s %s' % (kind + ':', verdict(rows)))
+        print('%-12s %s' % (kind + ':', verdict(rows, kind)))
+    print()
+    print('## Goals (issue 15, goal 4; absolute budgets, so compare with the '
+          'tags row of the same run when the machine is loaded)')
+    print()
+    for line in goal_lines(results, args.peer[1]):
+        print(line)
     print()
     print('total time %.0f s' % (time.perf_counter() - started))
     sys.stdout.flush()

@@ -12,6 +12,10 @@
 
 """Numeric ranges indexed so that a point query costs O(log range).
 
+:class:`RangeSet` is what the policy automaton keeps per state and key: the
+few ranges most keys have are compared directly; past a handful, they are
+also held in an :class:`IntervalIndex`.
+
 Policy numbers lie on a fixed grid (SNS allows at most 5 decimals within
 +-1e9), so every bound becomes an integer. The grid is doubled so that odd
 points stand for the numbers strictly between two grid numbers, and numbers
@@ -59,7 +63,11 @@ class NumberGrid:
 
 
 class IntervalIndex:
-    """Intervals with entries, answering which intervals hold a point."""
+    """Intervals with entries, answering which intervals hold a point.
+
+    A node counts how many ranges of an entry cover it, so overlapping
+    ranges of one entry can be discarded one at a time.
+    """
 
     def __init__(self, grid):
         self.grid = grid
@@ -70,16 +78,19 @@ class IntervalIndex:
     def add(self, rule, entry):
         """Index ``entry`` under the range of a Numeric rule."""
         for node in self._cover(rule):
-            self.nodes.setdefault(node, set()).add(entry)
+            entries = self.nodes.setdefault(node, {})
+            entries[entry] = entries.get(entry, 0) + 1
 
     def discard(self, rule, entry):
         """Remove what :meth:`add` indexed."""
         for node in self._cover(rule):
             entries = self.nodes.get(node)
-            if entries is not None:
-                entries.discard(entry)
-                if not entries:
-                    del self.nodes[node]
+            if entries is not None and entry in entries:
+                entries[entry] -= 1
+                if not entries[entry]:
+                    del entries[entry]
+                    if not entries:
+                        del self.nodes[node]
 
     def find(self, number, out):
         """Add to ``out`` the entries whose range holds a Decimal."""
@@ -108,3 +119,61 @@ class IntervalIndex:
                 yield high
             low >>= 1
             high >>= 1
+
+
+class RangeSet:
+    """Numeric rules with entries, answering which rules hold a value.
+
+    While there are at most :attr:`SMALL` distinct rules they are compared
+    one by one (a few Decimal comparisons); past that an
+    :class:`IntervalIndex` answers in O(log range). The index is built when
+    the set grows past ``SMALL`` and dropped when it shrinks to half of it,
+    so add/remove around the limit do not rebuild it each time.
+    """
+
+    SMALL = 8
+
+    def __init__(self, grid):
+        self.grid = grid
+        self.rules = {}
+        self.tree = None
+
+    def __bool__(self):
+        return bool(self.rules)
+
+    def add(self, rule, entry):
+        """Add ``entry`` under a Numeric rule."""
+        entries = self.rules.setdefault(rule, set())
+        if entry in entries:
+            return
+        entries.add(entry)
+        if self.tree is not None:
+            self.tree.add(rule, entry)
+        elif len(self.rules) > self.SMALL:
+            self.tree = IntervalIndex(self.grid)
+            for known, known_entries in self.rules.items():
+                for known_entry in known_entries:
+                    self.tree.add(known, known_entry)
+
+    def discard(self, rule, entry):
+        """Remove what :meth:`add` added."""
+        entries = self.rules.get(rule)
+        if not entries or entry not in entries:
+            return
+        entries.discard(entry)
+        if not entries:
+            del self.rules[rule]
+        if self.tree is not None:
+            if len(self.rules) <= self.SMALL // 2:
+                self.tree = None
+            else:
+                self.tree.discard(rule, entry)
+
+    def find(self, value, out):
+        """Add to ``out`` the entries of the rules matching a typed number."""
+        if self.tree is None:
+            for rule, entries in self.rules.items():
+                if rule.matches(value):
+                    out.update(entries)
+        else:
+            self.tree.find(value[1], out)

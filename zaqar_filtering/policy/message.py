@@ -136,6 +136,9 @@ def parse_attribute(name, value):
 
     :raises InvalidPolicy: if the attribute is malformed.
     """
+    if type(value) is str and type(name) is str and name:
+        return ((v.STRING, value),)  # the common case, for the matcher
+
     def fail(rule, detail):
         raise InvalidPolicy(ATTRIBUTES, rule, detail, (name,))
 
@@ -244,6 +247,44 @@ def path_prefixes(path):
     return prefixes
 
 
+def read_tags(message):
+    """Return a message's tags as a frozenset, or None (read leniently)."""
+    try:
+        return tags.parse_tags(message.get(TAGS), TAGS, None, strict=False)
+    except InvalidPolicy:
+        return None
+
+
+def read_routing_key(message):
+    """Return the words of a message's routing key, or None (leniently)."""
+    try:
+        return binding_key.parse_routing_key(
+            message.get(ROUTING_KEY), ROUTING_KEY, None, strict=False)
+    except InvalidPolicy:
+        return None
+
+
+def read_attributes(message, names=None):
+    """Return a dict of attribute name -> tuple of typed values (leniently).
+
+    :param names: if given, a container of the only names to read.
+    """
+    attributes = message.get(ATTRIBUTES)
+    if not isinstance(attributes, dict):
+        return {}
+    fields = {}
+    for name, value in attributes.items():
+        if names is not None and name not in names:
+            continue
+        try:
+            found = parse_attribute(name, value)
+        except InvalidPolicy:
+            continue
+        if found is not None:
+            fields[name] = found
+    return fields
+
+
 class MessageView:
     """A message's filter fields, read leniently and computed on demand.
 
@@ -262,37 +303,17 @@ class MessageView:
     @functools.cached_property
     def tags(self):
         """The message's tags as a frozenset, or None."""
-        try:
-            return tags.parse_tags(self.message.get(TAGS), TAGS, None,
-                                   strict=False)
-        except InvalidPolicy:
-            return None
+        return read_tags(self.message)
 
     @functools.cached_property
     def routing_key(self):
         """The words of the message's routing key, or None."""
-        try:
-            return binding_key.parse_routing_key(
-                self.message.get(ROUTING_KEY), ROUTING_KEY, None,
-                strict=False)
-        except InvalidPolicy:
-            return None
+        return read_routing_key(self.message)
 
     @functools.cached_property
     def attributes(self):
         """A dict of attribute name -> tuple of typed values."""
-        attributes = self.message.get(ATTRIBUTES)
-        if not isinstance(attributes, dict):
-            return {}
-        fields = {}
-        for name, value in attributes.items():
-            try:
-                found = parse_attribute(name, value)
-            except InvalidPolicy:
-                continue
-            if found is not None:
-                fields[name] = found
-        return fields
+        return read_attributes(self.message)
 
     @functools.cached_property
     def body(self):

@@ -60,6 +60,14 @@ RULES = st.one_of(
                                '2001:db8::/32', '0.0.0.0/0'])),
 )
 RULE_LISTS = st.lists(RULES, min_size=1, max_size=3)
+# Many distinct bounds, so that one key carries more ranges than
+# RangeSet.SMALL.
+NUMERIC_BOUNDS = st.one_of(
+    st.builds(lambda op, n: [op, n], st.sampled_from(['>', '>=', '<', '<=',
+                                                      '=']),
+              st.sampled_from(NUMBERS[:-2] + [-2, 1.5, 2, 4, 0.25])),
+    st.builds(lambda low, high: ['>', low, '<=', high],
+              st.integers(-3, 2), st.integers(3, 6)))
 
 
 def _valid(options):
@@ -202,3 +210,40 @@ class TestDifferential(unittest.TestCase):
         for message in messages:
             self.assertEqual(expected(subscriptions, message),
                              matcher.match(message), message)
+
+    @SETTINGS
+    @given(st.lists(st.builds(
+        lambda bounds, extra: {'filter_policy': dict(
+            {'n': [{'numeric': bound} for bound in bounds]}, **extra)},
+        st.lists(NUMERIC_BOUNDS, min_size=1, max_size=2),
+        st.sampled_from([{}, {'k1': ['x']}, {'k1': [{'prefix': 'x'}]},
+                         {'k2': [{'exists': False}]}])).filter(_valid),
+        min_size=10, max_size=40),
+        st.lists(st.fixed_dictionaries({'attributes': st.dictionaries(
+            st.sampled_from(['n', 'k1', 'k2']),
+            st.one_of(st.sampled_from(NUMBERS + ['x', 'xy']),
+                      st.lists(st.sampled_from(NUMBERS), max_size=3)),
+            min_size=1, max_size=3)}), min_size=1, max_size=8))
+    def test_many_numeric_ranges_on_one_key(self, options, messages):
+        # Past RangeSet.SMALL ranges a key matcher uses the interval index.
+        self.check(options, messages)
+
+    @SETTINGS
+    @given(st.lists(st.tuples(st.integers(0, 7),
+                              st.one_of(st.none(), OPTIONS)),
+                    min_size=1, max_size=30),
+           st.lists(MESSAGES, min_size=1, max_size=3))
+    def test_match_between_incremental_changes(self, operations, messages):
+        # None removes the subscription; anything else adds or replaces it.
+        subscriptions = {}
+        matcher = Matcher()
+        for sub_id, sub_options in operations:
+            if sub_options is None:
+                matcher.remove(sub_id)
+                subscriptions.pop(sub_id, None)
+            else:
+                matcher.add(sub_id, sub_options)
+                subscriptions[sub_id] = sub_options
+            for message in messages:
+                self.assertEqual(expected(subscriptions, message),
+                                 matcher.match(message), message)

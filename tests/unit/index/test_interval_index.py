@@ -19,6 +19,7 @@ import unittest
 
 from zaqar_filtering.index.interval_index import IntervalIndex
 from zaqar_filtering.index.interval_index import NumberGrid
+from zaqar_filtering.index.interval_index import RangeSet
 from zaqar_filtering.policy.attributes import Numeric
 
 D = decimal.Decimal
@@ -72,3 +73,34 @@ class TestIntervalIndex(unittest.TestCase):
         self.assertEqual(grid.point(D('0.1')) + 1, grid.point(D('0.15')))
         self.assertEqual(grid.point(D('100')), grid.point(D('11')))
         self.assertLess(grid.point(D('10')), grid.point(D('10.01')))
+
+
+class TestRangeSet(unittest.TestCase):
+
+    def test_agrees_with_decimal_comparison_below_and_above_small(self):
+        table = list(rules())
+        ranges = RangeSet(NumberGrid(10 ** 9, 5))
+        for count in (1, RangeSet.SMALL, len(table)):
+            for number in range(count):
+                ranges.add(table[number], number)
+            self.assertEqual(count > RangeSet.SMALL,
+                             ranges.tree is not None)
+            for probe in PROBES[::7]:
+                found = set()
+                ranges.find(('n', probe), found)
+                self.assertEqual(
+                    {n for n in range(count)
+                     if table[n].matches(('n', probe))}, found, probe)
+
+    def test_shrinking_drops_the_tree_at_half_small(self):
+        table = list(rules())[:RangeSet.SMALL + 1]
+        ranges = RangeSet(NumberGrid(10 ** 9, 5))
+        for number, rule in enumerate(table):
+            ranges.add(rule, number)
+        for number, rule in enumerate(table[:-(RangeSet.SMALL // 2)]):
+            self.assertIsNotNone(ranges.tree)
+            ranges.discard(rule, number)
+        self.assertIsNone(ranges.tree)
+        for number, rule in enumerate(table):
+            ranges.discard(rule, number)
+        self.assertFalse(ranges)
