@@ -33,8 +33,8 @@ ZAQAR_KEYS = (
     '_default_message_ttl', '_default_message_delay',
     '_max_messages_post_size', '_enable_encrypt_messages', '_flavor',
     'body', 'ttl', 'delay', 'checksum',
-    # Other filtering names (ordered queues, topics).
-    'ordering_key', '_ordered_by_key', 'queue',
+    # Other names of ours (ordered queues, topics).
+    '_ordered_by_key', 'queue',
 )
 
 
@@ -104,8 +104,15 @@ class TestMessageFields(unittest.TestCase):
 
     def test_zaqars_and_unrelated_fields_are_kept(self):
         message = {key: 1 for key in ZAQAR_KEYS}
-        message.update(routing_key='a.b', tags=['x'], key='k')
-        self.assertEqual({'routing_key': 'a.b'}, validate_message(message))
+        message.update(routing_key='a.b', tags=['x'], key='k',
+                       ordering_key='k1')
+        self.assertEqual({'routing_key': 'a.b', 'ordering_key': 'k1'},
+                         validate_message(message))
+
+    def test_a_misspelled_ordering_key_is_rejected(self):
+        with self.assertRaises(InvalidPolicy) as caught:
+            validate_message({'body': 1, 'ordering_keys': 'k1'})
+        self.assertIn("did you mean 'ordering_key'?", str(caught.exception))
 
 
 class TestEditDistance(unittest.TestCase):
