@@ -118,6 +118,52 @@ class TopicApiTest(TopicTestCase):
                                    json={'_default_message_ttl': 'x'})
         self.assertEqual(400, response.status_code, response.text)
 
+    def test_metadata_patch(self):
+        path = '/v2/topics/%s' % self.topic
+        patch = {'Content-Type':
+                 'application/openstack-messaging-v2.0-json-patch'}
+
+        def change(operations, headers=patch):
+            return self.client.patch(path, json=operations, headers=headers)
+        response = change([{'op': 'add', 'path': '/metadata/a', 'value': 1}])
+        self.assertEqual(404, response.status_code, response.text)
+        self.assertIn('Topic %s does not exist' % self.topic,
+                      response.json()['description'])
+        self.client.put(path, json={'a': 1, '_default_message_ttl': 60})
+
+        response = change([
+            {'op': 'add', 'path': '/metadata/b', 'value': [2]},
+            {'op': 'replace', 'path': '/metadata/_default_message_ttl',
+             'value': 120},
+            {'op': 'remove', 'path': '/metadata/a'}])
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertEqual([2], response.json()['b'])
+        self.assertEqual({'b': [2], '_default_message_ttl': 120},
+                         self.client.get(path).json())
+
+        refused = [
+            ([{'op': 'add', 'path': '/metadata/b', 'value': 1}],
+             {'Content-Type': 'application/json'}, 415, 'json-patch'),
+            ([{'op': 'replace', 'path': '/metadata/nope', 'value': 1}],
+             patch, 409, 'nope'),
+            ([{'op': 'remove', 'path': '/metadata/nope'}], patch, 409,
+             'nope'),
+            ([{'op': 'add', 'path': '/metadata/_default_message_ttl',
+               'value': 'x'}], patch, 400, '_default_message_ttl'),
+            ([{'op': 'move', 'path': '/metadata/b'}], patch, 400, 'move'),
+            ({'op': 'add'}, patch, 400, 'JSON array'),
+        ]
+        for operations, headers, status, text in refused:
+            response = change(operations, headers)
+            self.assertEqual(status, response.status_code,
+                             (operations, response.text))
+            self.assertIn(text, response.text, operations)
+        response = self.client.patch(path, headers=patch)
+        self.assertEqual(400, response.status_code, response.text)
+        # Nothing refused changed anything.
+        self.assertEqual({'b': [2], '_default_message_ttl': 120},
+                         self.client.get(path).json())
+
     def test_subscription_crud_and_policy_errors(self):
         sub_id = self.subscribe(self.receiver.url(self.topic),
                                 {'filter_policies': ['a']})
