@@ -383,6 +383,50 @@ class TopicDeliveryTest(TopicTestCase):
         self.assertNotIn(self.topic, [t['name'] for t in listed])
 
 
+class TopicConfirmationTest(TopicTestCase):
+    """``require_confirmation``: the signed URL names the topic's route."""
+
+    CONF_OVERRIDES = test_retries.overrides(
+        notification={'require_confirmation': 'true'},
+        signed_url={'secret_key': 'a-secret-for-the-tests'})
+
+    def test_the_confirmation_url_is_the_topics_and_works(self):
+        prefix = self.topic + '/hook'
+        sub_id = self.subscribe(self.receiver.url(prefix))
+        [request] = self.receiver.wait_for(1, prefix)
+        message = request.json
+        path = '/v2/topics/%s/subscriptions/%s/confirm' % (self.topic, sub_id)
+        self.assertEqual(('SubscriptionConfirmation', path,
+                          'You have chosen to subscribe to the topic: %s'
+                          % self.topic),
+                         (message['Message_Type'], message['URL-Paths'],
+                          message['Message']))
+        signed = {name: message[name] for name in (
+            'URL-Signature', 'URL-Methods', 'URL-Paths', 'URL-Expires',
+            'X-Project-ID')}
+        item = '/v2/topics/%s/subscriptions/%s' % (self.topic, sub_id)
+        self.assertFalse(self.client.get(item).json()['confirmed'])
+
+        # A signature of another path is refused; the one sent is taken.
+        forged = dict(signed, **{'URL-Signature': '0' * 64})
+        response = self.client.put(path, headers=forged,
+                                   json=message['SubscribeBody'])
+        self.assertEqual(404, response.status_code, response.text)
+        response = self.client.put(path, headers=signed,
+                                   json=message['SubscribeBody'])
+        self.assertEqual(204, response.status_code, response.text)
+        self.assertTrue(self.client.get(item).json()['confirmed'])
+
+        # Unsubscribing sends a confirmation under the topic's route too.
+        response = self.client.put(path, headers=signed,
+                                   json=message['UnsubscribeBody'])
+        self.assertEqual(204, response.status_code, response.text)
+        [_, request] = self.receiver.wait_for(2, prefix)
+        self.assertEqual(('UnsubscribeConfirmation', path),
+                         (request.json['Message_Type'],
+                          request.json['URL-Paths']))
+
+
 class TestRedisTopics(test_topic_store.TopicsContract, unittest.TestCase):
     """The redis topic registry, on a real redis."""
 

@@ -31,12 +31,15 @@ resources replace its routes:
 import inspect
 import io
 import json
+import re
 import threading
 import uuid
 
 import falcon
 from oslo_log import log as logging
 from zaqar.common import decorators
+from zaqar.common import urls
+from zaqar.notification import notifier
 from zaqar.storage import errors as storage_errors
 from zaqar.transport import acl
 from zaqar.transport import utils
@@ -332,10 +335,54 @@ def _source(kwargs):
     return kwargs
 
 
+#: The confirmation path Zaqar signs for a topic subscription.
+_QUEUE_CONFIRM_PATH = re.compile(
+    r'^/(?P<version>[^/]+)/queues/' + re.escape(topic_store.SOURCE_PREFIX)
+    + r'(?P<topic>[^/]+)/(?P<rest>subscriptions/[^/]+/confirm)$')
+
+
+class _TopicNotifier(notifier.NotifierDriver):
+    """Zaqar's notifier, with confirmation URLs under ``/v2/topics``.
+
+    With ``[notification] require_confirmation`` Zaqar signs the path
+    ``/v2/queues/SOURCE/subscriptions/ID/confirm``; for a topic's
+    subscription this names the topic's route and signs that instead.
+    """
+
+    def _execute(self, s_type, subscription, messages, conf=None,
+                 retry_policy=None):
+        for message in messages:
+            if isinstance(message, dict) and 'URL-Signature' in message:
+                _name_the_topic(message, conf.signed_url.secret_key)
+        super()._execute(s_type, subscription, messages, conf, retry_policy)
+
+
+def _name_the_topic(message, key):
+    """Point a confirmation message of a topic subscription at the topic."""
+    found = _QUEUE_CONFIRM_PATH.match(message['URL-Paths'])
+    if found is None:
+        return
+    old = message['URL-Paths']
+    path = '/%(version)s/topics/%(topic)s/%(rest)s' % found.groupdict()
+    signed = urls.create_signed_url(
+        key, [path], project=message['X-Project-ID'],
+        expires=message['URL-Expires'], methods=[message['URL-Methods']])
+    message.update({'URL-Paths': path, 'URL-Signature': signed['signature']})
+    for name in ('WSGISubscribeURL', 'WebSocketSubscribeURL'):
+        if name in message:
+            message[name] = message[name].replace(old, path)
+    message['Message'] = message['Message'].replace(
+        'the queue: ' + topic_store.SOURCE_PREFIX, 'the topic: ')
+
+
 class TopicSubscriptionsResource(subscriptions.CollectionResource):
     """Zaqar's subscriptions collection, for a topic's subscriptions."""
 
     __slots__ = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._notification = _TopicNotifier()
 
     def on_get(self, req, resp, **kwargs):
         return super().on_get(req, resp, **_source(kwargs))
@@ -363,6 +410,10 @@ class TopicConfirmResource(subscriptions.ConfirmResource):
     """Zaqar's subscription confirmation, for a topic's subscription."""
 
     __slots__ = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._notification = _TopicNotifier()
 
     def on_put(self, req, resp, **kwargs):
         return super().on_put(req, resp, **_source(kwargs))
