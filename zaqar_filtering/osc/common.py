@@ -54,6 +54,14 @@ def read_message(value):
     return read_object(value, '--message', '{"body": ...}')
 
 
+def add_page_size(parser, items):
+    """Add ``--page-size``: how many ``items`` a request reads."""
+    parser.add_argument(
+        '--page-size', metavar='<count>', type=int,
+        help='%s per request (the server\'s default when not given); every '
+             'page is read' % items)
+
+
 def pages(client, method, first, items, page_size=None, **kwargs):
     """Yield the items of every page of a Zaqar listing, page by page.
 

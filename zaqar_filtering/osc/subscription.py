@@ -44,6 +44,12 @@ class OfQueue:
         parser.add_argument('source', metavar='<%s_name>' % self.NOUN,
                             help='Name of the %s' % self.NOUN)
 
+    def add_subscription(self, parser):
+        """Add the source and the subscription ID arguments."""
+        self.add_source(parser)
+        parser.add_argument('subscription_id', metavar='<subscription_id>',
+                            help='ID of the subscription')
+
     def subscriptions_path(self, parsed_args, *parts):
         return common.path(self.COLLECTION, parsed_args.source,
                            'subscriptions', *parts)
@@ -65,10 +71,7 @@ class MatchSubscriptions(OfQueue, command.Lister):
                  '\'{"body": {...}, "filter_policies": ["tag"], '
                  '"routing_key": "a.b", "attributes": {"k": "v"}}\', or '
                  '@ and the name of a file holding it')
-        parser.add_argument(
-            '--page-size', metavar='<count>', type=int,
-            help='Subscriptions per request (the server\'s default when '
-                 'not given); every page is read')
+        common.add_page_size(parser, 'Subscriptions')
         return parser
 
     def take_action(self, parsed_args):
@@ -88,9 +91,7 @@ class ShowSubscriptionDeliveries(OfQueue, command.ShowOne):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        self.add_source(parser)
-        parser.add_argument('subscription_id', metavar='<subscription_id>',
-                            help='ID of the subscription')
+        self.add_subscription(parser)
         return parser
 
     def take_action(self, parsed_args):

@@ -112,10 +112,7 @@ class ListTopics(OfTopic, command.Lister):
         parser = super().get_parser(prog_name)
         parser.add_argument('--detailed', action='store_true',
                             help='Show each topic\'s metadata too')
-        parser.add_argument(
-            '--page-size', metavar='<count>', type=int,
-            help='Topics per request (the server\'s default when not '
-                 'given); every page is read')
+        common.add_page_size(parser, 'Topics')
         return parser
 
     def take_action(self, parsed_args):
@@ -246,9 +243,7 @@ class ShowTopicSubscription(OfTopic, command.ShowOne):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        self.add_source(parser)
-        parser.add_argument('subscription_id', metavar='<subscription_id>',
-                            help='ID of the subscription')
+        self.add_subscription(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -296,9 +291,7 @@ class DeleteTopicSubscription(OfTopic, command.Command):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        self.add_source(parser)
-        parser.add_argument('subscription_id', metavar='<subscription_id>',
-                            help='ID of the subscription')
+        self.add_subscription(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -313,10 +306,7 @@ class ListTopicSubscriptions(OfTopic, command.Lister):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         self.add_source(parser)
-        parser.add_argument(
-            '--page-size', metavar='<count>', type=int,
-            help='Subscriptions per request (the server\'s default when '
-                 'not given); every page is read')
+        common.add_page_size(parser, 'Subscriptions')
         return parser
 
     def take_action(self, parsed_args):
