@@ -89,6 +89,20 @@ class Topics(abc.ABC):
     def delete(self, project, name):
         """Forget a topic (nothing happens if it does not exist)."""
 
+    @abc.abstractmethod
+    def projects(self):
+        """Return the projects that have topics (None: no project)."""
+
+    def all_names(self, project, page_size=1000):
+        """Yield every topic name of a project, sorted."""
+        marker = None
+        while True:
+            names = self.names(project, marker, page_size)
+            yield from names
+            if len(names) < page_size:
+                return
+            marker = names[-1]
+
     def exists(self, project, name):
         """Return whether the topic exists."""
         try:
@@ -131,12 +145,20 @@ class RedisTopics(Topics):
         return json.loads(found)
 
     def names(self, project, marker=None, limit=10):
-        names = sorted(n.decode('utf-8') if isinstance(n, bytes) else n
+        names = sorted(_text(n)
                        for n in self._call('hkeys', self._key(project)))
         return [n for n in names if marker is None or n > marker][:limit]
 
     def delete(self, project, name):
         self._call('hdel', self._key(project), name)
+
+    def projects(self):
+        try:
+            keys = list(self._client.scan_iter(match=REDIS_PREFIX + '*'))
+        except self._errors as exc:
+            raise StoreUnavailable(STORE, exc)
+        return sorted({_text(key)[len(REDIS_PREFIX):] or None
+                       for key in keys}, key=lambda p: p or '')
 
 
 class MongoTopics(Topics):
@@ -191,6 +213,11 @@ class MongoTopics(Topics):
         self._run(self._collection.delete_one,
                   {'_id': self._id(project, name)})
 
+    def projects(self):
+        found = self._run(self._collection.distinct, 'p')
+        return sorted({project or None for project in found},
+                      key=lambda p: p or '')
+
 
 class LazyTopics(Topics):
     """The topics of zaqar.conf's message store, reached on first use.
@@ -225,6 +252,28 @@ class LazyTopics(Topics):
 
     def delete(self, project, name):
         self._place().delete(project, name)
+
+    def projects(self):
+        return self._place().projects()
+
+
+def available(conf, data_driver):
+    """Return the topic registry of a deployment, or None if it has none.
+
+    For the tools that list every subscription: a deployment whose message
+    store cannot keep topics (pooled, or neither redis nor MongoDB) has no
+    topic subscriptions either.
+    """
+    topics = LazyTopics(conf, data_driver)
+    try:
+        topics.projects()
+    except TopicsUnavailable:
+        return None
+    return topics
+
+
+def _text(value):
+    return value.decode('utf-8') if isinstance(value, bytes) else value
 
 
 def _topics_for(conf, driver):

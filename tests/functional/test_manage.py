@@ -100,3 +100,76 @@ class TestInvalidPolicies(RedisManagementTestCase):
                                  '--project', self.PROJECT)
         self.assertEqual(1, result.returncode, result.stdout + result.stderr)
         self.assertIn('  invalid ', result.stdout)
+
+
+class TestTopics(RedisManagementTestCase):
+    """Topic subscriptions (source ``topic:NAME``) are seen by every tool."""
+
+    def topic_subscription(self, client, topic, options):
+        self.assertEqual(201, client.put('/v2/topics/%s' % topic).status_code)
+        response = client.post('/v2/topics/%s/subscriptions' % topic, json={
+            'subscriber': self.receiver.url(topic), 'ttl': 3600,
+            'options': options})
+        self.assertEqual(201, response.status_code, response.text)
+        return response.json()['subscription_id']
+
+    def test_topics_are_synced_verified_exported_and_counted(self):
+        topic = 't' + self.queue[1:]
+        sub_id = self.topic_subscription(self.client, topic,
+                                         {'binding_keys': ['order.#']})
+        # A project with a topic and no queue at all.
+        alone = base.Client(self.zaqar.url, project='topics-only')
+        self.addCleanup(alone.close)
+        alone_id = self.topic_subscription(alone, topic, {})
+
+        result = self.run_script('zaqar-filtering-manage', 'sync', '--all')
+        self.assertEqual(0, result.returncode, result.stdout + result.stderr)
+        self.assertIn('topic:%s ' % topic, result.stdout)
+        result = self.run_script('zaqar-filtering-manage', 'verify', '--all')
+        self.assertEqual(0, result.returncode, result.stdout + result.stderr)
+        self.assertIn('2 subscriptions checked: 0 invalid', result.stdout)
+
+        result = self.run_script('zaqar-filtering-export')
+        self.assertEqual(0, result.returncode, result.stderr)
+        exported = {sub['id']: (sub['project'], sub['source'])
+                    for sub in map(json.loads, result.stdout.splitlines())}
+        self.assertEqual({sub_id: (self.PROJECT, 'topic:' + topic),
+                          alone_id: ('topics-only', 'topic:' + topic)},
+                         exported)
+
+        # Delivered through the ledger: counted under the topic.
+        response = self.client.post('/v2/topics/%s/messages' % topic, json={
+            'messages': [{'body': 1, 'routing_key': 'order.placed'}]})
+        self.assertEqual(201, response.status_code, response.text)
+        self.receiver.wait_for(1, topic)
+
+        def deliveries():
+            result = self.run_script(
+                'zaqar-filtering-manage', 'deliveries', '--project',
+                self.PROJECT, '--topic', topic)
+            self.assertEqual(0, result.returncode, result.stderr)
+            return result.stdout.splitlines()
+        base.wait_until(lambda: len(deliveries()) == 3
+                        and deliveries()[1].split()[5] == '1')
+        self.assertEqual([self.PROJECT, 'topic:' + topic, sub_id, '0', '0',
+                          '1', '0', '0', '-'], deliveries()[1].split())
+
+    def test_an_invalid_topic_policy_needs_attention(self):
+        topic = 't' + self.queue[1:]
+        self.topic_subscription(self.client, topic, {})
+        # Deleting the topic deletes the invalid subscription too, which
+        # the other test's --all must not see.
+        self.addCleanup(self.client.delete, '/v2/topics/%s' % topic)
+        self.redis.seed_subscriptions(self.PROJECT, 'topic:' + topic, [
+            (self.receiver.url('bad'), {'binding_keys': 'not a list'})])
+        result = self.run_script('zaqar-filtering-manage', 'verify',
+                                 '--project', self.PROJECT, '--topic', topic)
+        self.assertEqual(1, result.returncode, result.stdout + result.stderr)
+        self.assertIn('invalid project=%s topic=%s subscription='
+                      % (self.PROJECT, topic), result.stdout)
+        self.assertIn('2 subscriptions checked: 1 invalid', result.stdout)
+        result = self.run_script('zaqar-filtering-manage', 'verify',
+                                 '--project', self.PROJECT, '--topic', topic,
+                                 '--queue', self.queue)
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertIn('not allowed with argument', result.stderr)

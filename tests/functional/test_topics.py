@@ -118,6 +118,52 @@ class TopicApiTest(TopicTestCase):
                                    json={'_default_message_ttl': 'x'})
         self.assertEqual(400, response.status_code, response.text)
 
+    def test_metadata_patch(self):
+        path = '/v2/topics/%s' % self.topic
+        patch = {'Content-Type':
+                 'application/openstack-messaging-v2.0-json-patch'}
+
+        def change(operations, headers=patch):
+            return self.client.patch(path, json=operations, headers=headers)
+        response = change([{'op': 'add', 'path': '/metadata/a', 'value': 1}])
+        self.assertEqual(404, response.status_code, response.text)
+        self.assertIn('Topic %s does not exist' % self.topic,
+                      response.json()['description'])
+        self.client.put(path, json={'a': 1, '_default_message_ttl': 60})
+
+        response = change([
+            {'op': 'add', 'path': '/metadata/b', 'value': [2]},
+            {'op': 'replace', 'path': '/metadata/_default_message_ttl',
+             'value': 120},
+            {'op': 'remove', 'path': '/metadata/a'}])
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertEqual([2], response.json()['b'])
+        self.assertEqual({'b': [2], '_default_message_ttl': 120},
+                         self.client.get(path).json())
+
+        refused = [
+            ([{'op': 'add', 'path': '/metadata/b', 'value': 1}],
+             {'Content-Type': 'application/json'}, 415, 'json-patch'),
+            ([{'op': 'replace', 'path': '/metadata/nope', 'value': 1}],
+             patch, 409, 'nope'),
+            ([{'op': 'remove', 'path': '/metadata/nope'}], patch, 409,
+             'nope'),
+            ([{'op': 'add', 'path': '/metadata/_default_message_ttl',
+               'value': 'x'}], patch, 400, '_default_message_ttl'),
+            ([{'op': 'move', 'path': '/metadata/b'}], patch, 400, 'move'),
+            ({'op': 'add'}, patch, 400, 'JSON array'),
+        ]
+        for operations, headers, status, text in refused:
+            response = change(operations, headers)
+            self.assertEqual(status, response.status_code,
+                             (operations, response.text))
+            self.assertIn(text, response.text, operations)
+        response = self.client.patch(path, headers=patch)
+        self.assertEqual(400, response.status_code, response.text)
+        # Nothing refused changed anything.
+        self.assertEqual({'b': [2], '_default_message_ttl': 120},
+                         self.client.get(path).json())
+
     def test_subscription_crud_and_policy_errors(self):
         sub_id = self.subscribe(self.receiver.url(self.topic),
                                 {'filter_policies': ['a']})
@@ -335,6 +381,50 @@ class TopicDeliveryTest(TopicTestCase):
                                                 sub_id)).status_code)
         listed = other.get('/v2/topics').json()['topics']
         self.assertNotIn(self.topic, [t['name'] for t in listed])
+
+
+class TopicConfirmationTest(TopicTestCase):
+    """``require_confirmation``: the signed URL names the topic's route."""
+
+    CONF_OVERRIDES = test_retries.overrides(
+        notification={'require_confirmation': 'true'},
+        signed_url={'secret_key': 'a-secret-for-the-tests'})
+
+    def test_the_confirmation_url_is_the_topics_and_works(self):
+        prefix = self.topic + '/hook'
+        sub_id = self.subscribe(self.receiver.url(prefix))
+        [request] = self.receiver.wait_for(1, prefix)
+        message = request.json
+        path = '/v2/topics/%s/subscriptions/%s/confirm' % (self.topic, sub_id)
+        self.assertEqual(('SubscriptionConfirmation', path,
+                          'You have chosen to subscribe to the topic: %s'
+                          % self.topic),
+                         (message['Message_Type'], message['URL-Paths'],
+                          message['Message']))
+        signed = {name: message[name] for name in (
+            'URL-Signature', 'URL-Methods', 'URL-Paths', 'URL-Expires',
+            'X-Project-ID')}
+        item = '/v2/topics/%s/subscriptions/%s' % (self.topic, sub_id)
+        self.assertFalse(self.client.get(item).json()['confirmed'])
+
+        # A signature of another path is refused; the one sent is taken.
+        forged = dict(signed, **{'URL-Signature': '0' * 64})
+        response = self.client.put(path, headers=forged,
+                                   json=message['SubscribeBody'])
+        self.assertEqual(404, response.status_code, response.text)
+        response = self.client.put(path, headers=signed,
+                                   json=message['SubscribeBody'])
+        self.assertEqual(204, response.status_code, response.text)
+        self.assertTrue(self.client.get(item).json()['confirmed'])
+
+        # Unsubscribing sends a confirmation under the topic's route too.
+        response = self.client.put(path, headers=signed,
+                                   json=message['UnsubscribeBody'])
+        self.assertEqual(204, response.status_code, response.text)
+        [_, request] = self.receiver.wait_for(2, prefix)
+        self.assertEqual(('UnsubscribeConfirmation', path),
+                         (request.json['Message_Type'],
+                          request.json['URL-Paths']))
 
 
 class TestRedisTopics(test_topic_store.TopicsContract, unittest.TestCase):

@@ -48,6 +48,17 @@ class TopicsContract:
         self.assertEqual(['c'], self.topics.names('p', marker='b'))
         self.assertEqual(['y'], self.topics.names(None))
 
+    def test_projects_and_all_names(self):
+        for name in ('c', 'a', 'b'):
+            self.topics.put('p', name, {})
+        self.topics.put(None, 'y', {})
+        self.topics.put('gone', 'x', {})
+        self.topics.delete('gone', 'x')
+        self.assertEqual([None, 'p'], self.topics.projects())
+        self.assertEqual(['a', 'b', 'c'],
+                         list(self.topics.all_names('p', page_size=2)))
+        self.assertEqual([], list(self.topics.all_names('gone')))
+
     def test_delete(self):
         self.topics.put('p', 'orders', {})
         self.topics.delete('p', 'orders')

@@ -28,18 +28,25 @@ resources replace its routes:
   delivery ledger, which the topic's ``stats`` count.
 """
 
+import inspect
+import io
+import json
+import re
 import threading
 import uuid
 
 import falcon
 from oslo_log import log as logging
 from zaqar.common import decorators
+from zaqar.common import urls
+from zaqar.notification import notifier
 from zaqar.storage import errors as storage_errors
 from zaqar.transport import acl
 from zaqar.transport import utils
 from zaqar.transport import validation
 from zaqar.transport.wsgi import errors as wsgi_errors
 from zaqar.transport.wsgi import utils as wsgi_utils
+from zaqar.transport.wsgi.v2_0 import queues as zaqar_queues
 
 from zaqar_filtering.api import deliveries
 from zaqar_filtering.api import match
@@ -52,6 +59,8 @@ from zaqar_filtering import zaqar_storage
 LOG = logging.getLogger(__name__)
 
 PREFIX = '/v2/topics'
+#: The media type of Zaqar's metadata PATCH.
+PATCH_TYPE = 'application/openstack-messaging-v2.0-json-patch'
 
 
 def _unavailable(exc):
@@ -104,6 +113,24 @@ class TopicsAsQueues:
 
     # The notifier stage reads a retry policy with ``get``.
     get = get_metadata
+
+
+class _TopicMetadata:
+    """The registry as the queue controller of Zaqar's metadata PATCH."""
+
+    def __init__(self, topics):
+        self._topics = topics
+
+    def get_metadata(self, name, project=None):
+        # TopicDoesNotExist is a DoesNotExist: Zaqar answers 404.
+        return self._topics.get(project, name)
+
+    def set_metadata(self, name, metadata, project=None):
+        self._topics.put(project, name, metadata)
+
+
+#: Zaqar's queue metadata PATCH without its queue policy rule and log.
+_PATCH_METADATA = inspect.unwrap(zaqar_queues.ItemResource.on_patch)
 
 
 class _Publisher:
@@ -161,7 +188,7 @@ class TopicsResource:
 
 
 class TopicResource:
-    """``PUT``, ``GET`` and ``DELETE /v2/topics/{topic_name}``.
+    """``PUT``, ``PATCH``, ``GET`` and ``DELETE /v2/topics/{topic_name}``.
 
     :param subscription_controller: Zaqar's pipelined subscription
         controller: deleting a topic deletes its subscriptions through the
@@ -172,6 +199,9 @@ class TopicResource:
         self._validate = validate
         self._topics = topics
         self._subscriptions = subscription_controller
+        # Zaqar's queue item resource runs the JSON-patch of metadata.
+        self._patcher = zaqar_queues.ItemResource(
+            validate, _TopicMetadata(topics), None)
 
     @decorators.TransportLog('Topics item')
     @acl.enforce('topics:create')
@@ -189,6 +219,37 @@ class TopicResource:
         created = self._topics.put(project_id, topic_name, metadata)
         resp.status = falcon.HTTP_201 if created else falcon.HTTP_204
         resp.location = req.path
+
+    @decorators.TransportLog('Topics item')
+    @acl.enforce('topics:update')
+    def on_patch(self, req, resp, project_id, topic_name):
+        """Change metadata with a JSON patch, as for a queue (Zaqar's code).
+
+        ``Content-Type: application/openstack-messaging-v2.0-json-patch``,
+        a list of ``add``, ``replace`` and ``remove`` operations on
+        ``/metadata/KEY``; the same 400s, 404, 409 and 415 as for a queue.
+        """
+        self._refuse_a_body_that_is_no_list(req)
+        _PATCH_METADATA(self._patcher, req, resp, project_id, topic_name)
+
+    def _refuse_a_body_that_is_no_list(self, req):
+        # Zaqar's code answers 503 "Request body could not be read" for
+        # JSON that is not a list (it catches its own 400): answer 400.
+        try:
+            self._validate.queue_metadata_length(req.content_length)
+        except validation.ValidationFailed:
+            return  # Zaqar's code refuses it, before reading it.
+        if not req.content_length or req.content_type != PATCH_TYPE:
+            return  # Zaqar's code answers 400 or 415.
+        body = req.stream.read(req.content_length)
+        req.stream = io.BytesIO(body)
+        try:
+            document = json.loads(body)
+        except ValueError:
+            return  # Zaqar's code says it cannot be parsed.
+        if not isinstance(document, list):
+            raise wsgi_errors.HTTPBadRequestBody(
+                'Request body must be a JSON array of operation objects.')
 
     @decorators.TransportLog('Topics item')
     @acl.enforce('topics:get')
@@ -274,10 +335,54 @@ def _source(kwargs):
     return kwargs
 
 
+#: The confirmation path Zaqar signs for a topic subscription.
+_QUEUE_CONFIRM_PATH = re.compile(
+    r'^/(?P<version>[^/]+)/queues/' + re.escape(topic_store.SOURCE_PREFIX)
+    + r'(?P<topic>[^/]+)/(?P<rest>subscriptions/[^/]+/confirm)$')
+
+
+class _TopicNotifier(notifier.NotifierDriver):
+    """Zaqar's notifier, with confirmation URLs under ``/v2/topics``.
+
+    With ``[notification] require_confirmation`` Zaqar signs the path
+    ``/v2/queues/SOURCE/subscriptions/ID/confirm``; for a topic's
+    subscription this names the topic's route and signs that instead.
+    """
+
+    def _execute(self, s_type, subscription, messages, conf=None,
+                 retry_policy=None):
+        for message in messages:
+            if isinstance(message, dict) and 'URL-Signature' in message:
+                _name_the_topic(message, conf.signed_url.secret_key)
+        super()._execute(s_type, subscription, messages, conf, retry_policy)
+
+
+def _name_the_topic(message, key):
+    """Point a confirmation message of a topic subscription at the topic."""
+    found = _QUEUE_CONFIRM_PATH.match(message['URL-Paths'])
+    if found is None:
+        return
+    old = message['URL-Paths']
+    path = '/%(version)s/topics/%(topic)s/%(rest)s' % found.groupdict()
+    signed = urls.create_signed_url(
+        key, [path], project=message['X-Project-ID'],
+        expires=message['URL-Expires'], methods=[message['URL-Methods']])
+    message.update({'URL-Paths': path, 'URL-Signature': signed['signature']})
+    for name in ('WSGISubscribeURL', 'WebSocketSubscribeURL'):
+        if name in message:
+            message[name] = message[name].replace(old, path)
+    message['Message'] = message['Message'].replace(
+        'the queue: ' + topic_store.SOURCE_PREFIX, 'the topic: ')
+
+
 class TopicSubscriptionsResource(subscriptions.CollectionResource):
     """Zaqar's subscriptions collection, for a topic's subscriptions."""
 
     __slots__ = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._notification = _TopicNotifier()
 
     def on_get(self, req, resp, **kwargs):
         return super().on_get(req, resp, **_source(kwargs))
@@ -305,6 +410,10 @@ class TopicConfirmResource(subscriptions.ConfirmResource):
     """Zaqar's subscription confirmation, for a topic's subscription."""
 
     __slots__ = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._notification = _TopicNotifier()
 
     def on_put(self, req, resp, **kwargs):
         return super().on_put(req, resp, **_source(kwargs))

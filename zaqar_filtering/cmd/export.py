@@ -17,9 +17,10 @@ Example::
     zaqar-filtering-export --config-file /etc/zaqar/zaqar.conf \\
         --output subscriptions.jsonl
 
-Reads every subscription of every project through Zaqar's own storage
-driver (any backend) and writes one line per subscription: ``id``,
-``source``, ``subscriber``, ``ttl`` (seconds left), ``options`` and
+Reads every subscription of every project's queues and topics through
+Zaqar's own storage driver (any backend) and writes one line per
+subscription: ``id``, ``source`` (the queue name, or ``topic:NAME`` for a
+topic's), ``subscriber``, ``ttl`` (seconds left), ``options`` and
 ``project``, the input of ``spark/backfill_policies.py --source``.
 """
 
@@ -29,6 +30,8 @@ import sys
 from oslo_config import cfg
 
 from zaqar_filtering import opts
+from zaqar_filtering.store.base import StoreUnavailable
+from zaqar_filtering import topic_store
 from zaqar_filtering import zaqar_storage
 
 CLI_OPTS = [
@@ -37,19 +40,33 @@ CLI_OPTS = [
 ]
 
 
-def export_lines(conf, drivers):
-    """Yield one JSON line per subscription of every project's queues."""
-    controller = drivers.data.subscription_controller
-    for project in zaqar_storage.all_projects(conf, drivers.control):
+def _sources(conf, drivers):
+    """Yield (project, source) of every project's queues and topics."""
+    topics = topic_store.available(conf, drivers.data)
+    projects = set(zaqar_storage.all_projects(conf, drivers.control))
+    if topics is not None:
+        projects.update(topics.projects())
+    for project in sorted(projects,
+                          key=lambda project: project or ''):
         for queue in zaqar_storage.list_queues(drivers.control, project):
-            for sub in zaqar_storage.list_subscriptions(controller,
-                                                        project, queue):
-                yield json.dumps(
-                    {'id': str(sub['id']), 'source': queue,
-                     'subscriber': sub['subscriber'],
-                     'ttl': sub['ttl'] - sub.get('age', 0),
-                     'options': sub.get('options') or {},
-                     'project': project}, sort_keys=True)
+            yield project, queue
+        if topics is not None:
+            for topic in topics.all_names(project):
+                yield project, topic_store.source_of(topic)
+
+
+def export_lines(conf, drivers):
+    """Yield one JSON line per subscription of every queue and topic."""
+    controller = drivers.data.subscription_controller
+    for project, queue in _sources(conf, drivers):
+        for sub in zaqar_storage.list_subscriptions(controller, project,
+                                                    queue):
+            yield json.dumps(
+                {'id': str(sub['id']), 'source': queue,
+                 'subscriber': sub['subscriber'],
+                 'ttl': sub['ttl'] - sub.get('age', 0),
+                 'options': sub.get('options') or {},
+                 'project': project}, sort_keys=True)
 
 
 def _write(conf, drivers, out):
@@ -74,7 +91,7 @@ def main(argv=None, conf=None):
         else:
             with open(conf.output, 'w') as out:
                 count = _write(conf, drivers, out)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, StoreUnavailable) as exc:
         sys.stderr.write('zaqar-filtering-export: error: %s\n' % exc)
         return 2
     sys.stderr.write('%d subscriptions exported\n' % count)

@@ -47,15 +47,22 @@ from zaqar_filtering.store.base import StoreUnavailable
 from zaqar_filtering.store import load_store
 from zaqar_filtering.store.record import record_from_listing
 from zaqar_filtering.store.sync import sync_queue
+from zaqar_filtering import topic_store
 from zaqar_filtering import zaqar_storage
 
 
 def _add_selection(parser):
     parser.add_argument('--project', action='append', default=[],
                         help='A project (tenant) id; repeat for several.')
-    parser.add_argument('--queue', help='Only this queue of the project.')
+    _add_source(parser, 'of the project')
     parser.add_argument('--all', action='store_true',
-                        help='Every queue of every project.')
+                        help='Every queue and topic of every project.')
+
+
+def _add_source(parser, where):
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument('--queue', help='Only this queue %s.' % where)
+    group.add_argument('--topic', help='Only this topic %s.' % where)
 
 
 def _add_commands(subparsers):
@@ -74,7 +81,7 @@ def _add_commands(subparsers):
     deliveries.add_argument('--project', action='append', default=[],
                             help='A project (tenant) id; repeat for several. '
                                  'Every project when not given.')
-    deliveries.add_argument('--queue', help='Only this queue.')
+    _add_source(deliveries, '(of every project given)')
     deliveries.set_defaults(run=_deliveries)
 
 
@@ -82,25 +89,47 @@ COMMAND = cfg.SubCommandOpt('command', title='Commands',
                             handler=_add_commands)
 
 
-def _queues(conf, store, drivers):
+def _chosen_source(args):
+    """Return the source ``--queue`` or ``--topic`` names, or None."""
+    if args.topic:
+        return topic_store.source_of(args.topic)
+    return args.queue
+
+
+def _sources(conf, store, drivers):
+    """Return the chosen (project, source) pairs: queues and topics."""
     args = conf.command
     if args.all == bool(args.project):
         raise ValueError('give either --all or --project')
-    if args.queue:
+    source = _chosen_source(args)
+    if source:
         if len(args.project) != 1:
-            raise ValueError('--queue needs exactly one --project')
-        return [(args.project[0], args.queue)]
-    projects = args.project or zaqar_storage.all_projects(conf,
-                                                          drivers.control)
+            raise ValueError('--%s needs exactly one --project'
+                             % ('topic' if args.topic else 'queue'))
+        return [(args.project[0], source)]
+    topics = topic_store.available(conf, drivers.data)
+    projects = set(args.project or zaqar_storage.all_projects(
+        conf, drivers.control))
+    if args.all and topics is not None:
+        projects.update(topics.projects())
     found = set()
     for project in projects:
         found.update((project, queue) for queue in
                      zaqar_storage.list_queues(drivers.control, project))
+        if topics is not None:
+            found.update((project, topic_store.source_of(topic))
+                         for topic in topics.all_names(project))
         if not args.all:
             found.update(store.queues(project))
     if args.all:
         found.update(store.queues())
     return sorted(found, key=lambda pair: (pair[0] or '', pair[1]))
+
+
+def _where(source):
+    """Return ``queue=NAME`` or ``topic=NAME`` of a subscription source."""
+    topic = topic_store.topic_of(source)
+    return 'queue=%s' % source if topic is None else 'topic=%s' % topic
 
 
 def _listing(drivers, project, queue):
@@ -112,7 +141,7 @@ def _sync(conf, store, drivers, limits, out):
     total = {'written': 0, 'unchanged': 0, 'deleted': 0, 'invalid': 0}
     out.write('%-34s %-24s %8s %9s %8s %8s\n' % (
         'project', 'queue', 'written', 'unchanged', 'deleted', 'invalid'))
-    for project, queue in _queues(conf, store, drivers):
+    for project, queue in _sources(conf, store, drivers):
         result = sync_queue(store, project, queue,
                             _listing(drivers, project, queue), limits)
         version = store.version(project, queue)
@@ -139,7 +168,7 @@ def _verify(conf, store, drivers, limits, out):
     now = datetime.datetime.now(datetime.timezone.utc)
     counts = {'checked': 0, 'missing': 0, 'stale': 0, 'orphaned': 0,
               'invalid': 0}
-    for project, queue in _queues(conf, store, drivers):
+    for project, queue in _sources(conf, store, drivers):
         kept = store.load(project, queue)
         for sub in _listing(drivers, project, queue):
             counts['checked'] += 1
@@ -148,12 +177,13 @@ def _verify(conf, store, drivers, limits, out):
                                project, queue, sub, now, limits)
             if problem:
                 counts[problem[0]] += 1
-                out.write('%s project=%s queue=%s subscription=%s: %s\n'
-                          % (problem[0], project, queue, sub_id, problem[1]))
+                out.write('%s project=%s %s subscription=%s: %s\n'
+                          % (problem[0], project, _where(queue), sub_id,
+                             problem[1]))
         for sub_id, record in sorted(kept.items()):
             counts['orphaned'] += 1
-            out.write('orphaned project=%s queue=%s subscription=%s: %s\n'
-                      % (project, queue, sub_id, record.subscriber))
+            out.write('orphaned project=%s %s subscription=%s: %s\n'
+                      % (project, _where(queue), sub_id, record.subscriber))
     out.write('%(checked)d subscriptions checked: %(invalid)d invalid, '
               '%(missing)d missing, %(stale)d stale, %(orphaned)d orphaned\n'
               % counts)
@@ -192,7 +222,7 @@ def _deliveries(conf, store, drivers, limits, out):
     args = conf.command
     found = []
     for project in args.project or [None]:
-        found += ledger.stats(project, args.queue)
+        found += ledger.stats(project, _chosen_source(args))
     out.write('%-24s %-24s %-26s %7s %8s %9s %7s %7s  %s\n' % (
         'project', 'queue', 'subscription', 'pending', 'retrying',
         'delivered', 'dropped', 'expired', 'last error'))

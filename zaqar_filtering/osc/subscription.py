@@ -10,13 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack messaging subscription match`` and ``... deliveries``."""
+"""``openstack messaging subscription match`` and ``... deliveries``.
 
-import json
-import urllib.parse
+The commands take the queue from the command line; their subclasses in
+:mod:`zaqar_filtering.osc.topic` take a topic (``COLLECTION``).
+"""
 
 from osc_lib.command import command
-from osc_lib import exceptions
+
+from zaqar_filtering.osc import common
 
 COLUMNS = ('Subscription ID', 'Subscriber', 'Matched', 'Reason')
 DELIVERY_COLUMNS = ('Subscription ID', 'Subscriber', 'Pending', 'Retrying',
@@ -24,34 +26,36 @@ DELIVERY_COLUMNS = ('Subscription ID', 'Subscriber', 'Pending', 'Retrying',
                     'Last Error At')
 
 
-def _quote(name):
-    return urllib.parse.quote(name, safe='')
+def _match_rows(page):
+    return ([(entry['subscription_id'], entry['subscriber'], True, '')
+             for entry in page['matched']]
+            + [(entry['subscription_id'], entry['subscriber'], False,
+                entry['reason']) for entry in page['not_matched']])
 
 
-def read_message(value):
-    """Return the message of ``--message``: JSON text, or ``@file``.
+class OfQueue:
+    """A command about a queue's subscriptions: its first argument."""
 
-    :raises osc_lib.exceptions.CommandError: when it is not a JSON object.
-    """
-    if value.startswith('@'):
-        try:
-            with open(value[1:], encoding='utf-8') as source:
-                value = source.read()
-        except OSError as exc:
-            raise exceptions.CommandError('--message: cannot read %s: %s'
-                                          % (value[1:], exc.strerror))
-    try:
-        message = json.loads(value)
-    except ValueError as exc:
-        raise exceptions.CommandError('--message: not JSON: %s' % exc)
-    if not isinstance(message, dict):
-        raise exceptions.CommandError(
-            '--message: must be a JSON object such as {"body": ...}, not %s'
-            % type(message).__name__)
-    return message
+    #: The API's collection and the argument's name.
+    COLLECTION = 'queues'
+    NOUN = 'queue'
+
+    def add_source(self, parser):
+        parser.add_argument('source', metavar='<%s_name>' % self.NOUN,
+                            help='Name of the %s' % self.NOUN)
+
+    def add_subscription(self, parser):
+        """Add the source and the subscription ID arguments."""
+        self.add_source(parser)
+        parser.add_argument('subscription_id', metavar='<subscription_id>',
+                            help='ID of the subscription')
+
+    def subscriptions_path(self, parsed_args, *parts):
+        return common.path(self.COLLECTION, parsed_args.source,
+                           'subscriptions', *parts)
 
 
-class MatchSubscriptions(command.Lister):
+class MatchSubscriptions(OfQueue, command.Lister):
     """Tell who would receive a message, and why the others would not"""
 
     _description = ('Tell which subscriptions of a queue would receive a '
@@ -60,41 +64,25 @@ class MatchSubscriptions(command.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('queue_name', metavar='<queue_name>',
-                            help='Name of the queue')
+        self.add_source(parser)
         parser.add_argument(
             '--message', metavar='<json>|@<file>', required=True,
             help='The message as it would be posted: JSON such as '
                  '\'{"body": {...}, "filter_policies": ["tag"], '
                  '"routing_key": "a.b", "attributes": {"k": "v"}}\', or '
                  '@ and the name of a file holding it')
-        parser.add_argument(
-            '--page-size', metavar='<count>', type=int,
-            help='Subscriptions per request (the server\'s default when '
-                 'not given); every page is read')
+        common.add_page_size(parser, 'Subscriptions')
         return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.zaqar_filtering
-        document = {'message': read_message(parsed_args.message)}
-        path = '/v2/queues/%s/subscriptions/match' % _quote(
-            parsed_args.queue_name)
-        params = {}
-        if parsed_args.page_size is not None:
-            params['limit'] = parsed_args.page_size
-        rows = []
-        while True:
-            page = client.request('POST', path, json=document, params=params)
-            rows += [(entry['subscription_id'], entry['subscriber'], True,
-                      '') for entry in page['matched']]
-            rows += [(entry['subscription_id'], entry['subscriber'], False,
-                      entry['reason']) for entry in page['not_matched']]
-            if not page['links']:
-                return COLUMNS, rows
-            path, params = page['links'][0]['href'], {}
+        document = {'message': common.read_message(parsed_args.message)}
+        return COLUMNS, list(common.pages(
+            client, 'POST', self.subscriptions_path(parsed_args, 'match'),
+            _match_rows, parsed_args.page_size, json=document))
 
 
-class ShowSubscriptionDeliveries(command.ShowOne):
+class ShowSubscriptionDeliveries(OfQueue, command.ShowOne):
     """Show a subscription's pending and finished deliveries"""
 
     _description = ("Show what a subscription has pending in the delivery "
@@ -103,18 +91,13 @@ class ShowSubscriptionDeliveries(command.ShowOne):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('queue_name', metavar='<queue_name>',
-                            help='Name of the queue')
-        parser.add_argument('subscription_id', metavar='<subscription_id>',
-                            help='ID of the subscription')
+        self.add_subscription(parser)
         return parser
 
     def take_action(self, parsed_args):
         client = self.app.client_manager.zaqar_filtering
-        stats = client.request('GET', '/v2/queues/%s/subscriptions/%s/'
-                               'deliveries' % (
-                                   _quote(parsed_args.queue_name),
-                                   _quote(parsed_args.subscription_id)))
+        stats = client.request('GET', self.subscriptions_path(
+            parsed_args, parsed_args.subscription_id, 'deliveries'))
         return DELIVERY_COLUMNS, tuple(
             stats.get(column.lower().replace(' ', '_'))
             for column in DELIVERY_COLUMNS)

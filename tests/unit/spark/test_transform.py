@@ -72,6 +72,22 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(transform.VALID,
                          transform.classify(sub, NOW)['outcome'])
 
+    def test_topic_subscription_keeps_its_source(self):
+        # The server keeps a topic's records under the source topic:NAME,
+        # which is no queue name: the backfill must write them there too.
+        out = self.outcome(line(source='topic:orders',
+                                subscriber='queue:placed',
+                                options={'binding_keys': ['order.#']}))
+        self.assertEqual(transform.VALID, out['outcome'])
+        self.assertEqual(('topic:orders', 'queue:placed'),
+                         (out['record'].queue, out['record'].subscriber))
+        sub = transform.from_mongo(
+            {'_id': 'abc', 's': 'topic:orders', 'u': 'queue:placed',
+             'o': {'filter_policies': 'x'}, 'p': 'p1'})
+        out = transform.classify(sub, NOW)
+        self.assertEqual((transform.INVALID, 'topic:orders'),
+                         (out['outcome'], out['queue']))
+
     def test_summary_counts(self):
         outs = [self.outcome(line()),
                 self.outcome(line(options={'filter_policies': ['a']})),
