@@ -20,6 +20,7 @@ from oslo_config import cfg
 from tests.unit.stages.test_matcher_cache import FakeSubscriptions
 from tests.unit.store import fixtures
 from zaqar_filtering.stages.notifier import NotifierStage
+from zaqar_filtering.stages import sender
 
 SCENARIO_TAGS = ['apple', 'imac', 'iphone', 'macbook']
 
@@ -32,7 +33,7 @@ class FakeQueues:
         return self.metadata
 
 
-class RecordingSender:
+class RecordingSender(sender.Sender):
     def __init__(self):
         self.calls = []
 
@@ -57,8 +58,10 @@ class TestNotifierStage(unittest.TestCase):
             store=fixtures.mongomock_store(), **kwargs)
 
     def received(self, task=None):
-        return {sub_id: [m['body'] for m in messages]
-                for sub_id, messages, _ in (task or self.task).calls}
+        found = {}
+        for sub_id, messages, _ in (task or self.task).calls:
+            found.setdefault(sub_id, []).extend(m['body'] for m in messages)
+        return found
 
     def test_seed_scenario_1(self):
         for name, tags in (('A', ['apple']), ('B', ['xiaomi']),

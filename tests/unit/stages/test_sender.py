@@ -49,6 +49,9 @@ class RecordingProcess:
     def put(self, item):
         self.items.append(item)
 
+    def wake(self):
+        self.items.append('wake')
+
 
 def subscription(sub_id, **options):
     return {'id': sub_id, 'source': 'orders', 'options': options,
