@@ -56,6 +56,18 @@ class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
                     b'zaqar_filtering.delivery.s.q/s2/p']),
             sorted(self.client.keys('*')))
 
+    def test_a_slow_claim_is_not_sent_twice(self):
+        # Zaqar's client gives up after 0.1 s (here 1 ms, shorter than
+        # spreading 1,000 deliveries takes) and redis-py then sends the
+        # command again: the first claim's deliveries would wait a lease.
+        ledger = RedisLedger(redis.Redis(host=base.HOST, port=self.redis.port,
+                                         socket_timeout=0.001))
+        subs = ['s%04d' % number for number in range(1000)]
+        ledger.enqueue(ledger_contract.new(subs=subs))
+        claimed = ledger.claim(ledger_contract.NOW, 2, ledger_contract.LEASE)
+        self.assertEqual(2, len(claimed))
+        self.assertEqual(998, len(self.claim(limit=1000)))
+
     def test_unreachable_redis_is_store_unavailable(self):
         with socket.socket() as sock:
             sock.bind((base.HOST, 0))
