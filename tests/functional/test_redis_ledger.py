@@ -21,8 +21,10 @@ import redis
 
 from tests.functional import base
 from tests import ledger_contract
+from tests import versions_contract
 from zaqar_filtering.delivery.redis_ledger import RedisLedger
 from zaqar_filtering.store.base import StoreUnavailable
+from zaqar_filtering.store.versions import RedisVersions
 
 
 class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
@@ -77,3 +79,22 @@ class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
         with self.assertRaises(StoreUnavailable) as caught:
             ledger.enqueue(ledger_contract.new())
         self.assertIn('delivery ledger (redis)', str(caught.exception))
+
+
+class RedisVersionsTest(versions_contract.VersionsContract,
+                        unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.workdir = tempfile.mkdtemp(prefix='zaqar-filtering-versions-')
+        cls.addClassCleanup(shutil.rmtree, cls.workdir, ignore_errors=True)
+        cls.redis = base.RedisServer(cls.workdir)
+        cls.addClassCleanup(cls.redis.stop)
+        cls.redis.start()
+
+    def make_versions(self):
+        client = redis.Redis(host=base.HOST, port=self.redis.port)
+        client.flushall()
+        self.addCleanup(client.close)
+        return RedisVersions(client)

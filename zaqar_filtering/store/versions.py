@@ -142,15 +142,18 @@ class MongoVersions:
         self._collection = collection
         self._store = store
 
-    def get(self, project, queue):
-        """Return the queue's :class:`Version`."""
+    def _document(self, project, queue):
         try:
             doc = self._collection.find_one({'_id': {'p': project,
                                                      'q': queue}})
         except mongo_errors.PyMongoError as exc:
             raise StoreUnavailable(self._store, exc) from exc
         doc = doc or {}
-        return Version(doc.get('s', 0), doc.get('l', 0))
+        return doc, Version(doc.get('s', 0), doc.get('l', 0))
+
+    def get(self, project, queue):
+        """Return the queue's :class:`Version`."""
+        return self._document(project, queue)[1]
 
     def start(self, project, queue, refs=None):
         """Move ``started`` and log ``refs``; return its new value."""
@@ -174,15 +177,9 @@ class MongoVersions:
         None when the log no longer holds every move from ``since`` to
         ``landed``.
         """
-        try:
-            doc = self._collection.find_one({'_id': {'p': project,
-                                                     'q': queue}})
-        except mongo_errors.PyMongoError as exc:
-            raise StoreUnavailable(self._store, exc) from exc
-        doc = doc or {}
-        return _changes(Version(doc.get('s', 0), doc.get('l', 0)),
-                        [(e['n'], e['r']) for e in doc.get('log', ())
-                         if e['n'] > since], since)
+        doc, version = self._document(project, queue)
+        return _changes(version, [(e['n'], e['r']) for e in doc.get('log', ())
+                                  if e['n'] > since], since)
 
     def land(self, project, queue, started):
         """Move ``landed`` up to ``started`` (never back)."""
