@@ -90,8 +90,9 @@ class ThreadSender(Sender):
     def send(self, subscriptions, notifications, retry_policy, project=None):
         """Start delivering the notifications to each subscription."""
         for subscription in subscriptions:
-            # Zaqar's tasks add fields to the messages they send.
-            self._executor.submit(self._task.execute, subscription,
+            # Zaqar's tasks add fields to the messages they send, and the
+            # trust+ task rewrites the subscriber of the subscription.
+            self._executor.submit(self._task.execute, dict(subscription),
                                   [dict(n) for n in notifications],
                                   conf=self._conf,
                                   queue_retry_policy=retry_policy)
