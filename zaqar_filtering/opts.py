@@ -143,12 +143,13 @@ LEDGER_OPTS = [
                     'share the ledger and each runs [notification] '
                     'max_notifier_workers delivery threads. 0: one per CPU '
                     'core of the machine.'),
-    cfg.IntOpt('niceness', default=10, min=0, max=19,
+    cfg.IntOpt('niceness', default=0, min=0, max=19,
                help='How much lower than the server\'s the scheduling '
                     'priority of the delivery processes is (added to their '
-                    'nice value), so that a large fan-out does not slow '
-                    'down the requests the server answers meanwhile. 0 '
-                    'keeps the server\'s.'),
+                    'nice value). Raise it (e.g. to 10) so that large '
+                    'fan-outs slow down the requests the server answers '
+                    'meanwhile less, at the cost of slower fan-outs when '
+                    'the machine is busy. 0 keeps the server\'s.'),
     cfg.FloatOpt('poll_seconds', default=1.0, min=0.01,
                  help='Longest wait of a delivery process between two '
                       'looks for due deliveries.'),
