@@ -18,6 +18,7 @@
 """
 
 import dataclasses
+import os
 
 from oslo_config import cfg
 
@@ -58,10 +59,16 @@ LIMIT_OPTS = [
 CACHE_OPTS = [
     cfg.FloatOpt('matcher_cache_seconds', default=10.0, min=0,
                  help='Seconds a queue\'s compiled matcher is reused before '
-                      'its subscriptions are listed again. Changes made '
-                      'through this server process take effect for the next '
-                      'post whatever this is; it bounds how long a change '
-                      'made through another server process takes to apply.'),
+                      'its subscriptions are listed again, in the '
+                      'background. Changes made through the API take effect '
+                      'for the next post whatever this is, in every server '
+                      'process when the store keeps shared versions (redis '
+                      'or MongoDB message store, or the mongodb policy '
+                      'store; then the queue is listed again every 300 s at '
+                      'most often, for changes made around the API). '
+                      'Without shared versions, this bounds how long a '
+                      'change made through another server process takes to '
+                      'apply.'),
 ]
 
 DELIVERY_OPTS = [
@@ -133,6 +140,18 @@ LEDGER_OPTS = [
                       'claimed. If the process dies, another one retries '
                       'the delivery after this. Must exceed twice '
                       '[filtering] delivery_timeout_seconds.'),
+    cfg.IntOpt('processes', default=0, min=0,
+               help='Delivery processes each server process starts; they '
+                    'share the ledger and each runs [notification] '
+                    'max_notifier_workers delivery threads. 0: one per CPU '
+                    'core of the machine.'),
+    cfg.IntOpt('niceness', default=0, min=0, max=19,
+               help='How much lower than the server\'s the scheduling '
+                    'priority of the delivery processes is (added to their '
+                    'nice value). Raise it (e.g. to 10) so that large '
+                    'fan-outs slow down the requests the server answers '
+                    'meanwhile less, at the cost of slower fan-outs when '
+                    'the machine is busy. 0 keeps the server\'s.'),
     cfg.FloatOpt('poll_seconds', default=1.0, min=0.01,
                  help='Longest wait of a delivery process between two '
                       'looks for due deliveries.'),
@@ -165,6 +184,11 @@ def retry_settings_from_conf(conf):
     group = conf[DELIVERY_GROUP_NAME]
     return RetrySettings(**{field.name: group[field.name]
                             for field in dataclasses.fields(RetrySettings)})
+
+
+def delivery_processes(conf):
+    """Return how many delivery processes ``[filtering:delivery]`` asks."""
+    return conf[DELIVERY_GROUP_NAME].processes or os.cpu_count() or 1
 
 
 def list_opts():

@@ -14,6 +14,7 @@
 real HTTP receiver, and the delivery process's life cycle."""
 
 import copy
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -185,6 +186,34 @@ class TestDeliveryProcess(unittest.TestCase):
         while _alive(delivery_pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertFalse(_alive(delivery_pid))
+
+
+def _echo(work, out, parent_pid):
+    """A delivery process's stand-in: tells ``out`` what it got."""
+    while True:
+        item = work.get()
+        if item is None:
+            return
+        out.put((os.getpid(), item))
+
+
+class TestSeveralDeliveryProcesses(unittest.TestCase):
+
+    def test_wake_reaches_each_and_work_goes_round(self):
+        out = multiprocessing.get_context('spawn').Queue()
+        processes = sender.DeliveryProcess(_echo, (out,), count=2)
+        self.addCleanup(processes.close)
+        processes.wake()
+        woken = [out.get(timeout=60) for _ in range(2)]
+        self.assertEqual(sorted(processes.pids), sorted(p for p, _ in woken))
+        self.assertEqual(['wake', 'wake'], [item for _, item in woken])
+        processes.put('a')
+        processes.put('b')
+        handed = dict(out.get(timeout=60) for _ in range(2))
+        self.assertEqual(sorted(processes.pids), sorted(handed))
+        self.assertEqual(['a', 'b'], sorted(handed.values()))
+        processes.close()
+        self.assertFalse(processes.is_alive())
 
 
 def _alive(pid):

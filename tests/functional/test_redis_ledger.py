@@ -21,8 +21,10 @@ import redis
 
 from tests.functional import base
 from tests import ledger_contract
+from tests import versions_contract
 from zaqar_filtering.delivery.redis_ledger import RedisLedger
 from zaqar_filtering.store.base import StoreUnavailable
+from zaqar_filtering.store.versions import RedisVersions
 
 
 class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
@@ -56,6 +58,18 @@ class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
                     b'zaqar_filtering.delivery.s.q/s2/p']),
             sorted(self.client.keys('*')))
 
+    def test_a_slow_claim_is_not_sent_twice(self):
+        # Zaqar's client gives up after 0.1 s (here 1 ms, shorter than
+        # spreading 1,000 deliveries takes) and redis-py then sends the
+        # command again: the first claim's deliveries would wait a lease.
+        ledger = RedisLedger(redis.Redis(host=base.HOST, port=self.redis.port,
+                                         socket_timeout=0.001))
+        subs = ['s%04d' % number for number in range(1000)]
+        ledger.enqueue(ledger_contract.new(subs=subs))
+        claimed = ledger.claim(ledger_contract.NOW, 2, ledger_contract.LEASE)
+        self.assertEqual(2, len(claimed))
+        self.assertEqual(998, len(self.claim(limit=1000)))
+
     def test_unreachable_redis_is_store_unavailable(self):
         with socket.socket() as sock:
             sock.bind((base.HOST, 0))
@@ -65,3 +79,22 @@ class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
         with self.assertRaises(StoreUnavailable) as caught:
             ledger.enqueue(ledger_contract.new())
         self.assertIn('delivery ledger (redis)', str(caught.exception))
+
+
+class RedisVersionsTest(versions_contract.VersionsContract,
+                        unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.workdir = tempfile.mkdtemp(prefix='zaqar-filtering-versions-')
+        cls.addClassCleanup(shutil.rmtree, cls.workdir, ignore_errors=True)
+        cls.redis = base.RedisServer(cls.workdir)
+        cls.addClassCleanup(cls.redis.stop)
+        cls.redis.start()
+
+    def make_versions(self):
+        client = redis.Redis(host=base.HOST, port=self.redis.port)
+        client.flushall()
+        self.addCleanup(client.close)
+        return RedisVersions(client)

@@ -26,6 +26,7 @@ claiming costs the same however many wait.
 """
 
 import abc
+import collections
 import dataclasses
 import typing
 from urllib import parse as urllib_parse
@@ -81,6 +82,31 @@ class Target(typing.NamedTuple):
     policy: int = 0
 
 
+class Targets(tuple):
+    """:class:`Target` tuples that the batches of many posts share.
+
+    The notifier prepares them once per set of subscriptions a post
+    reaches; a ledger keeps what it derives from them (their encoding)
+    with :func:`derived`, so that a post costs the same however many
+    targets it has.
+    """
+
+    def derived(self, key, make):
+        """Return ``make()``, computed once per ``key``."""
+        memo = self.__dict__.setdefault('derived_by_key', {})
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = make()
+        return found
+
+
+def derived(targets, key, make):
+    """Return ``make()``, kept with ``targets`` if they are Targets."""
+    if isinstance(targets, Targets):
+        return targets.derived(key, make)
+    return make()
+
+
 @dataclasses.dataclass(frozen=True)
 class Batch:
     """One post's webhook deliveries: its messages to each target.
@@ -91,7 +117,7 @@ class Batch:
     :ivar bodies: tuples of request bodies, one per message, in order.
     :ivar headers: dicts of request headers.
     :ivar policies: ``_retry_policy`` dicts.
-    :ivar targets: :class:`Target` tuples.
+    :ivar targets: :class:`Target` tuples (often :class:`Targets`).
     """
     project: str
     queue: str
@@ -105,7 +131,10 @@ class Batch:
     @property
     def size(self):
         """How many deliveries the batch holds."""
-        return sum(len(self.bodies[t.bodies]) for t in self.targets)
+        per_bodies = derived(self.targets, 'per_bodies', lambda: tuple(
+            collections.Counter(t.bodies for t in self.targets).items()))
+        return sum(len(self.bodies[index]) * count
+                   for index, count in per_bodies)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -83,6 +83,9 @@ def serve(work, args, workers, parent_pid):
     bootstrap.Bootstrap(conf)  # registers Zaqar's options
     opts.register_opts(conf)
     group = conf[opts.DELIVERY_GROUP_NAME]
+    if group.niceness:
+        # A fan-out must not slow down the server's requests.
+        os.nice(group.niceness)
     ledger = policy_store.load_store(conf).delivery_ledger()
     tasks = webhook.load_tasks(conf[opts.GROUP_NAME].delivery_timeout_seconds,
                                conf)

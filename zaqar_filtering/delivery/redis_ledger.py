@@ -13,7 +13,8 @@
 """The delivery ledger in redis (Zaqar's message store), with Lua scripts.
 
 A post costs one transaction, whatever its fan-out: the batch's shared
-parts in a hash, its targets in chunks, its id at the end of the inbox. A
+parts in a hash, its targets in chunks (encoded once for all the posts
+that reach the same subscriptions), its id at the end of the inbox. A
 claim first spreads a few chunks of the oldest batches into deliveries,
 then hands due ones out.
 
@@ -54,6 +55,8 @@ SCAN_FACTOR = 4
 CHUNK_DELIVERIES = 250
 CHUNKS_PER_CLAIM = 4
 STORE = 'delivery ledger (redis)'
+#: Seconds the ledger waits for an answer from redis.
+SOCKET_TIMEOUT_SECONDS = 10.0
 #: How long a deleted subscription is remembered: longer than any batch
 #: waits to be spread.
 FORGOTTEN_SECONDS = 7 * 86400
@@ -273,6 +276,31 @@ return #ids
 """
 
 
+def _own_client(client):
+    """Return a client like ``client``, for scripts that must not rerun.
+
+    Zaqar's client times out after 0.1 s and redis-py then sends the
+    command again: a claim that took longer (spreading a large batch on a
+    busy machine) would lease deliveries that nobody posts until the lease
+    ends, and a post would be recorded twice. This one waits
+    :data:`SOCKET_TIMEOUT_SECONDS` and sends again only what never left
+    (a connection that failed before the command was written).
+    """
+    import redis
+    from redis import backoff
+    from redis import retry
+    pool = client.connection_pool
+    if type(pool) is not redis.ConnectionPool:
+        return client       # sentinel or cluster: keep their own settings
+    kwargs = dict(pool.connection_kwargs,
+                  socket_timeout=SOCKET_TIMEOUT_SECONDS,
+                  retry=retry.Retry(backoff.NoBackoff(), 1,
+                                    supported_errors=(
+                                        redis.exceptions.ConnectionError,)))
+    return redis.Redis(connection_pool=redis.ConnectionPool(
+        connection_class=pool.connection_class, **kwargs))
+
+
 def subscriber_key(project, queue, subscription_id):
     """Return the ``<sub>`` part of the keys of one subscription."""
     return '%s/%s/%s' % (queue, subscription_id, project or '')
@@ -291,7 +319,7 @@ class RedisLedger(base.Ledger):
     def __init__(self, client):
         # redis-py comes with Zaqar's redis store, not with this package.
         import redis
-        self._client = client
+        self._client = client = _own_client(client)
         self._errors = (redis.exceptions.ConnectionError,
                         redis.exceptions.TimeoutError)
         self._claim = client.register_script(_CLAIM)
@@ -322,13 +350,15 @@ class RedisLedger(base.Ledger):
             fields['o%d' % i] = json.dumps(policy or {})
         per_chunk = max(1, CHUNK_DELIVERIES // max(
             1, max(len(b) for b in batch.bodies)))
-        # JSON encodes each Target tuple as the array the script reads.
+        # JSON encodes each Target tuple as the array the script reads;
+        # targets shared by posts are encoded once.
         targets = batch.targets
-        pipe = self._client.pipeline(transaction=True)
-        pipe.hset(key, mapping=fields)
-        pipe.rpush(key + '.t', *[
+        chunks = base.derived(targets, ('redis', per_chunk), lambda: [
             json.dumps(targets[i:i + per_chunk])
             for i in range(0, len(targets), per_chunk)])
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hset(key, mapping=fields)
+        pipe.rpush(key + '.t', *chunks)
         pipe.rpush(PREFIX + 'inbox', bid)
         self._call(pipe.execute)
 

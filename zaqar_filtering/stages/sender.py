@@ -23,6 +23,7 @@ Other schemes (mailto, trust+) run Zaqar's own tasks on a thread pool, as
 the stock notifier does.
 """
 
+import dataclasses
 import json
 import logging as std_logging
 import multiprocessing
@@ -47,7 +48,33 @@ LOG = logging.getLogger(__name__)
 PARENT_CHECK_SECONDS = 1.0
 
 
-class ThreadSender:
+class Sender:
+    """What the notifier hands deliveries to, for some URI schemes.
+
+    A post reaches the same subscriptions as many others before it, so the
+    notifier has a sender :meth:`prepare` the deliveries to a set of
+    subscriptions once, and :meth:`deliver` them the messages of each post.
+    """
+
+    def prepare(self, subscriptions, retry_policy):
+        """Return what :meth:`deliver` needs of these subscriptions.
+
+        :param retry_policy: the queue's ``_retry_policy``.
+        """
+        return list(subscriptions), retry_policy
+
+    def deliver(self, prepared, notifications, project=None):
+        """Deliver the notifications to the prepared subscriptions."""
+        subscriptions, retry_policy = prepared
+        self.send(subscriptions, notifications, retry_policy,
+                  project=project)
+
+    def send(self, subscriptions, notifications, retry_policy, project=None):
+        """Deliver the notifications to each subscription."""
+        raise NotImplementedError
+
+
+class ThreadSender(Sender):
     """Runs a Zaqar delivery task on a thread pool.
 
     :param task: a ``zaqar.notification.tasks`` object.
@@ -63,79 +90,104 @@ class ThreadSender:
     def send(self, subscriptions, notifications, retry_policy, project=None):
         """Start delivering the notifications to each subscription."""
         for subscription in subscriptions:
-            # Zaqar's tasks add fields to the messages they send.
-            self._executor.submit(self._task.execute, subscription,
+            # Zaqar's tasks add fields to the messages they send, and the
+            # trust+ task rewrites the subscriber of the subscription.
+            self._executor.submit(self._task.execute, dict(subscription),
                                   [dict(n) for n in notifications],
                                   conf=self._conf,
                                   queue_retry_policy=retry_policy)
 
 
 class DeliveryProcess:
-    """This server's delivery process, started on first use.
+    """This server's delivery processes, started on first use.
 
-    :param target: its main function; called with a
+    :param target: their main function; each is called with its own
         ``multiprocessing.Queue`` of work, then ``args``, then this
         process's pid (it exits once that process is gone).
+    :param count: how many processes share the work.
     """
 
-    def __init__(self, target, args):
+    #: What wakes a delivery process up.
+    WAKE = 'wake'
+
+    def __init__(self, target, args, count=1):
         self._target = target
         self._args = tuple(args)
+        self._count = count
         self._context = multiprocessing.get_context('spawn')
         python = _python()
         if python != sys.executable:
             # Under uWSGI or mod_wsgi, sys.executable is not Python.
             self._context.set_executable(python)
         self._lock = threading.Lock()
-        self._process = None
-        self._queue = None
+        self._processes = [None] * count
+        self._queues = [None] * count
+        self._next = 0
 
     def put(self, item):
-        """Hand ``item`` over, starting the process if it is not running."""
+        """Hand ``item`` to one process, starting it if it is not running."""
         with self._lock:
-            self._ensure_started()
-            self._queue.put(item)
+            index = self._next
+            self._next = (index + 1) % self._count
+            self._ensure_started(index)
+            self._queues[index].put(item)
+
+    def wake(self):
+        """Tell every process to look for work now."""
+        with self._lock:
+            for index in range(self._count):
+                self._ensure_started(index)
+                self._queues[index].put(self.WAKE)
 
     def start(self):
-        """Start the process now if it is not running."""
+        """Start the processes that are not running."""
         with self._lock:
-            self._ensure_started()
+            for index in range(self._count):
+                self._ensure_started(index)
 
     @property
     def pid(self):
-        """The process's pid, or None before it started."""
-        return self._process.pid if self._process is not None else None
+        """The first process's pid, or None before it started."""
+        return self.pids[0] if self.pids else None
+
+    @property
+    def pids(self):
+        """The pids of the processes started."""
+        return [p.pid for p in self._processes if p is not None]
 
     def is_alive(self):
-        """Return whether the process is running."""
-        return self._process is not None and self._process.is_alive()
+        """Return whether every process is running."""
+        return all(p is not None and p.is_alive() for p in self._processes)
 
     def close(self):
-        """Let the process finish its work and exit."""
+        """Let the processes finish their work and exit."""
         with self._lock:
-            if self._process is not None and self._process.is_alive():
-                self._queue.put(None)
-                self._process.join()
-            self._process = None
+            running = [(p, q) for p, q in zip(self._processes, self._queues)
+                       if p is not None and p.is_alive()]
+            for _, work in running:
+                work.put(None)
+            for process, _ in running:
+                process.join()
+            self._processes = [None] * self._count
 
-    def _ensure_started(self):
-        if self._process is not None and self._process.is_alive():
+    def _ensure_started(self, index):
+        process = self._processes[index]
+        if process is not None and process.is_alive():
             return
-        if self._process is not None:
+        if process is not None:
             LOG.error('The webhook delivery process %d exited with code %s; '
-                      'starting a new one', self._process.pid,
-                      self._process.exitcode)
-        self._queue = self._context.Queue()
-        self._process = self._context.Process(
+                      'starting a new one', process.pid, process.exitcode)
+        work = self._queues[index] = self._context.Queue()
+        process = self._processes[index] = self._context.Process(
             target=self._target,
-            args=(self._queue,) + self._args + (os.getpid(),),
-            name='zaqar-filtering-webhooks', daemon=True)
-        self._process.start()
-        LOG.info('Started the webhook delivery process %d',
-                 self._process.pid)
+            args=(work,) + self._args + (os.getpid(),),
+            name='zaqar-filtering-webhooks-%d' % index, daemon=True)
+        process.start()
+        LOG.info('Started the webhook delivery process %d (%d of %d)',
+                 process.pid, index + 1, self._count)
 
 
-class ProcessSender:
+class ProcessSender(Sender):
     """Runs webhook deliveries in a delivery process, without a ledger.
 
     For stores that keep no delivery ledger: retries are sleeps in the
@@ -158,7 +210,25 @@ class ProcessSender:
         self.process.close()
 
 
-class LedgerSender:
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A :class:`LedgerSender`'s deliveries to some subscriptions.
+
+    :ivar targets: :class:`~zaqar_filtering.delivery.ledger.Targets`.
+    :ivar templates: for each bodies index of the targets, a subscription
+        whose ``post_data`` template (or none) they follow.
+    :ivar headers: request headers, by the targets' headers index.
+    :ivar policies: retry policies, by the targets' policy index.
+    """
+    subscriptions: list
+    retry_policy: dict
+    targets: tuple
+    templates: tuple
+    headers: tuple
+    policies: tuple
+
+
+class LedgerSender(Sender):
     """Records webhook deliveries in the ledger for the delivery process.
 
     A post returns once its deliveries are recorded: from then on a
@@ -167,14 +237,11 @@ class LedgerSender:
     in-process retries on Zaqar's schedule, as without a ledger.
 
     :param ledger: a :class:`~zaqar_filtering.delivery.ledger.Ledger`.
-    :param process: the :class:`DeliveryProcess` that posts them, woken
-        up for each batch.
+    :param process: the :class:`DeliveryProcess` whose processes post
+        them, woken up for each batch.
     :param lifecycle_seconds: how long after its publication a message
         may still be delivered.
     """
-
-    #: What wakes the delivery process up.
-    WAKE = 'wake'
 
     def __init__(self, ledger, process, lifecycle_seconds):
         self._ledger = ledger
@@ -183,12 +250,15 @@ class LedgerSender:
         self._lifecycle = lifecycle_seconds
         self._unrecorded = False
 
-    def send(self, subscriptions, notifications, retry_policy, project=None):
-        """Record a delivery of each notification to each subscription."""
-        now = time.time()
-        # What subscriptions share is encoded once. Most have no post_data
-        # template, post_headers or retry policy of their own: they share
-        # the first of each.
+    def prepare(self, subscriptions, retry_policy):
+        """Return the :class:`Prepared` deliveries to ``subscriptions``.
+
+        What each subscription gets but the messages: its target, its
+        request headers and retry policy, which ``post_data`` template
+        its bodies follow. What subscriptions share is kept once. Most
+        have no ``post_data`` template, ``post_headers`` or retry policy
+        of their own: they share the first of each.
+        """
         parts = {'bodies': {}, 'headers': {}, 'policies': {}}
 
         def index(kind, key, make):
@@ -213,20 +283,32 @@ class LedgerSender:
             target = ledger.Target(
                 str(subscription['id']), subscription['subscriber'],
                 retry.strategy_of(policy),
-                index('bodies', options.get('post_data'), lambda: tuple(
-                    webhook.payload(subscription, n)[0]
-                    for n in notifications)),
+                index('bodies', options.get('post_data'),
+                      lambda: subscription),
                 index('headers', _key(headers), lambda: headers),
                 index('policies', _key(policy), lambda: policy))
             if not own:
                 shared = target[2:]
             targets.append(target)
+        made = {kind: tuple(value for _, value in sorted(found.values()))
+                for kind, found in parts.items()}
+        return Prepared(list(subscriptions), retry_policy,
+                        ledger.Targets(targets), made['bodies'],
+                        made['headers'], made['policies'])
+
+    def deliver(self, prepared, notifications, project=None):
+        """Record a delivery of each notification to each subscription."""
+        if not prepared.targets:
+            return
+        now = time.time()
         batch = ledger.Batch(
-            project=project, queue=subscriptions[0]['source'],
+            project=project, queue=prepared.subscriptions[0]['source'],
             published=now, deadline=now + self._lifecycle,
-            targets=tuple(targets),
-            **{kind: tuple(made for _, made in sorted(found.values()))
-               for kind, found in parts.items()})
+            bodies=tuple(tuple(webhook.payload(template, n)[0]
+                               for n in notifications)
+                         for template in prepared.templates),
+            headers=prepared.headers, policies=prepared.policies,
+            targets=prepared.targets)
         try:
             self._ledger.enqueue(batch)
         except StoreUnavailable as exc:
@@ -235,13 +317,28 @@ class LedgerSender:
                             'that a restart loses, until the delivery ledger '
                             'is back: %s', exc)
             self._unrecorded = True
-            self.process.put((subscriptions, notifications, retry_policy))
+            self.process.put((prepared.subscriptions, notifications,
+                              prepared.retry_policy))
             return
         if self._unrecorded:
             LOG.warning('The delivery ledger is back: webhook deliveries are '
                         'recorded again')
             self._unrecorded = False
-        self.process.put(self.WAKE)
+        if batch.size < LARGE_FAN_OUT:
+            self.process.wake()
+        else:
+            # The request answers first: on a busy machine, the delivery
+            # processes, the subscribers and the ledger working at once
+            # would slow its last steps (Zaqar storing the messages).
+            timer = threading.Timer(LARGE_FAN_OUT_WAKE_SECONDS,
+                                    self.process.wake)
+            timer.daemon = True
+            timer.start()
+
+    def send(self, subscriptions, notifications, retry_policy, project=None):
+        """Record a delivery of each notification to each subscription."""
+        self.deliver(self.prepare(subscriptions, retry_policy),
+                     notifications, project=project)
 
     def start(self):
         """Start the delivery process now (it resumes pending retries)."""
@@ -251,6 +348,12 @@ class LedgerSender:
         """Let the delivery process finish its work and exit."""
         self.process.close()
 
+
+#: Deliveries from which a post wakes the delivery processes only after
+#: LARGE_FAN_OUT_WAKE_SECONDS, once the request has (most likely) been
+#: answered.
+LARGE_FAN_OUT = 100
+LARGE_FAN_OUT_WAKE_SECONDS = 0.05
 
 #: Subscription options that make its deliveries differ from the others'.
 _OWN_DELIVERY_OPTIONS = frozenset(['post_data', 'post_headers', retry.OPTION])

@@ -12,12 +12,13 @@
 
 """Finish a subscription change in the policy store once Zaqar wrote it.
 
-The subscription stage runs before Zaqar writes a change and cannot know a
-new subscription's id. So the stage only says that a change started, and a
+The subscription stage runs before Zaqar writes a change, so it only says
+that a change started (and which subscriptions it concerns), and a
 background thread, a moment later, copies the queue's subscriptions to the
 store (for stores that keep records) and says the change landed. Changes
 to one queue close together are handled by one job. A second, later job
-moves the version once more, for writes that took longer than the first.
+moves the version once more, logging the same subscriptions again, for
+writes that took longer than the first.
 """
 
 import datetime
@@ -76,21 +77,27 @@ class StoreSyncer:
         self._retry_seconds = retry_seconds
         self._clock = clock
         self._jobs = []             # heap of (due, sequence, key)
-        self._pending = {}          # (project, queue, step) -> started
+        self._pending = {}   # (project, queue, step) -> (started, refs)
         self._sequence = 0
         self._wakeup = threading.Condition()
         self._thread = None
 
-    def changed(self, project, queue, started):
-        """Schedule the jobs of a change whose ``started`` counter is given."""
+    def changed(self, project, queue, started, refs=None):
+        """Schedule the jobs of a change whose ``started`` counter is given.
+
+        :param refs: the subscriptions it concerns (see
+            :meth:`PolicyStore.change_started`), logged again by the later
+            job.
+        """
         now = self._clock()
         with self._wakeup:
             for step, delay in enumerate(self._delays):
                 key = (project, queue, step)
                 if key in self._pending:
-                    self._pending[key] = max(self._pending[key], started)
+                    self._pending[key] = _merged(self._pending[key],
+                                                 (started, refs))
                     continue
-                self._pending[key] = started
+                self._pending[key] = (started, refs)
                 self._sequence += 1
                 heapq.heappush(self._jobs, (now + delay, self._sequence,
                                             key, 1))
@@ -109,11 +116,11 @@ class StoreSyncer:
                                if self._jobs else None)
                     self._wakeup.wait(timeout)
                 due, _, key, attempt = heapq.heappop(self._jobs)
-                started = self._pending.pop(key)
+                change = self._pending.pop(key)
             try:
-                self._land(key, started)
+                self._land(key, *change)
             except StoreUnavailable as exc:
-                self._retry(key, started, attempt, exc)
+                self._retry(key, change, attempt, exc)
             except Exception:
                 LOG.exception('Could not finish the subscription change of '
                               'queue %(queue)s (project %(project)s); run '
@@ -121,11 +128,11 @@ class StoreSyncer:
                               '%(project)s --queue %(queue)s"',
                               {'project': key[0], 'queue': key[1]})
 
-    def _land(self, key, started):
+    def _land(self, key, started, refs):
         project, queue, step = key
         if step > 0:
             # Once more, for writes slower than the first job's delay.
-            started = self._store.change_started(project, queue)
+            started = self._store.change_started(project, queue, refs)
         elif self._store.keeps_records:
             result = sync_queue(
                 self._store, project, queue,
@@ -138,13 +145,14 @@ class StoreSyncer:
                       {'queue': queue, 'project': project, 'result': result})
         self._store.changes_landed(project, queue, started)
 
-    def _retry(self, key, started, attempt, exc):
+    def _retry(self, key, change, attempt, exc):
         project, queue, _ = key
         if attempt >= ATTEMPTS:
             LOG.error('Gave up finishing the subscription change of queue '
                       '%(queue)s (project %(project)s) after %(n)d attempts: '
-                      '%(error)s. Other server processes rebuild its matcher '
-                      'for every post until it lands; run '
+                      '%(error)s. Other server processes read its '
+                      'subscriptions again for every post until it lands; '
+                      'run '
                       '"zaqar-filtering-manage sync --project %(project)s '
                       '--queue %(queue)s" once the store is back.',
                       {'queue': queue, 'project': project, 'n': attempt,
@@ -157,16 +165,29 @@ class StoreSyncer:
                      'of': ATTEMPTS, 'error': exc})
         with self._wakeup:
             if key in self._pending:
-                self._pending[key] = max(self._pending[key], started)
+                self._pending[key] = _merged(self._pending[key], change)
                 return
-            self._pending[key] = started
+            self._pending[key] = change
             self._sequence += 1
             heapq.heappush(self._jobs, (self._clock() + self._retry_seconds,
                                         self._sequence, key, attempt + 1))
             self._wakeup.notify()
+
+    def controller(self):
+        """Return Zaqar's subscription controller (without pipeline)."""
+        return self._subscriptions()
 
     def _subscriptions(self):
         if self._controller is None:
             self._controller = zaqar_storage.data_driver(
                 self._conf).subscription_controller
         return self._controller
+
+
+def _merged(pending, change):
+    """Return one ``(started, refs)`` for two changes of a queue."""
+    (started, refs), (other, more) = pending, change
+    if refs is None or more is None:
+        return max(started, other), None
+    ids = {ref['id']: ref for ref in refs + more}
+    return max(started, other), [ids[i] for i in sorted(ids)]

@@ -64,11 +64,22 @@ class PolicyStore(abc.ABC):
         """
 
     @abc.abstractmethod
-    def change_started(self, project, queue):
+    def change_started(self, project, queue, refs=None):
         """Say that a change of the queue's subscriptions is being written.
 
+        :param refs: the subscriptions it concerns, as a list of
+            ``{"id": subscription_id}``; None when they are not known
+            (every process then rebuilds the queue's matcher).
         :returns: the new ``started`` counter, for :meth:`changes_landed`;
             None when the store has no versions.
+        """
+
+    @abc.abstractmethod
+    def changes(self, project, queue, since):
+        """Return the changes after ``started`` was ``since``, or None.
+
+        :returns: a :class:`~.versions.Changes`; None when the store has no
+            versions or no longer logs every landed change since then.
         """
 
     @abc.abstractmethod

@@ -72,9 +72,13 @@ class SubscriptionsStore(PolicyStore):
         counter = self._versions()
         return counter.get(project, queue) if counter else None
 
-    def change_started(self, project, queue):
+    def change_started(self, project, queue, refs=None):
         counter = self._versions()
-        return counter.start(project, queue) if counter else None
+        return counter.start(project, queue, refs) if counter else None
+
+    def changes(self, project, queue, since):
+        counter = self._versions()
+        return counter.changes(project, queue, since) if counter else None
 
     def changes_landed(self, project, queue, started):
         counter = self._versions()

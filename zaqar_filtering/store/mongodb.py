@@ -19,7 +19,8 @@ Policy documents (collection ``[filtering:mongodb] collection``)::
 
 Version documents (collection ``[filtering:mongodb] versions_collection``)::
 
-    {_id: {p: project, q: queue}, v: int}
+    {_id: {p: project, q: queue}, s: started, l: landed,
+     log: [{n: started, r: [{id: subscription_id}, ...]}, ...]}
 
 Expired documents are left out of reads at once and removed by MongoDB's
 TTL monitor (about a minute later).
@@ -133,8 +134,11 @@ class MongoStore(PolicyStore):
     def version(self, project, queue):
         return self._versions.get(project, queue)
 
-    def change_started(self, project, queue):
-        return self._versions.start(project, queue)
+    def change_started(self, project, queue, refs=None):
+        return self._versions.start(project, queue, refs)
+
+    def changes(self, project, queue, since):
+        return self._versions.changes(project, queue, since)
 
     def changes_landed(self, project, queue, started):
         self._versions.land(project, queue, started)

@@ -10,15 +10,20 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Per-queue versions, in redis or in a MongoDB collection.
+"""Per-queue versions and change logs, in redis or a MongoDB collection.
 
 Zaqar runs the subscription stage before it writes a change, so a version
 has two counters: ``started`` moves before the write, and ``landed``
-catches up once the write is done. A server process caches a queue's
-matcher only while the two are equal, and rebuilds it when they move.
+catches up once the write is done. Each move of ``started`` also logs
+which subscriptions it concerns (their ids), so that a server process
+catches up with a change by reading those subscriptions again instead of
+the whole queue: once for a change that landed, at every post for one in
+flight. The log keeps the last :data:`LOG_LENGTH` moves; a process that
+missed more rebuilds the queue's matcher.
 """
 
 import collections
+import json
 
 from pymongo import errors as mongo_errors
 from pymongo import ReturnDocument
@@ -27,6 +32,34 @@ from zaqar_filtering.store.base import StoreUnavailable
 
 #: A queue's version; equal versions mean no change in between.
 Version = collections.namedtuple('Version', 'started landed')
+
+#: What :meth:`changes` returns: the queue's :class:`Version` and the
+#: logged moves after the one asked for, oldest first, as ``(started,
+#: refs)``; ``refs`` is a list of ``{"id": subscription_id}``, or None for
+#: a change whose subscriptions are not known (rebuild the queue).
+Changes = collections.namedtuple('Changes', 'version entries')
+
+#: Moves each queue's change log keeps.
+LOG_LENGTH = 1000
+
+# Moves "started" and logs the move, in one step.
+_START_SCRIPT = """
+local started = redis.call('HINCRBY', KEYS[1], 's', 1)
+redis.call('RPUSH', KEYS[2], '[' .. started .. ',' .. ARGV[1] .. ']')
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
+return started
+"""
+
+# The version and the moves after ARGV[1], in one step.
+_CHANGES_SCRIPT = """
+local v = redis.call('HMGET', KEYS[1], 's', 'l')
+local missed = tonumber(v[1] or '0') - tonumber(ARGV[1])
+local entries = {}
+if missed > 0 then
+  entries = redis.call('LRANGE', KEYS[2], -missed, -1)
+end
+return {v[1] or '0', v[2] or '0', entries}
+"""
 
 # Sets landed to max(landed, ARGV[1]) in one step.
 _LAND_SCRIPT = """
@@ -48,6 +81,8 @@ class RedisVersions:
         import redis
         self._client = client
         self._land = client.register_script(_LAND_SCRIPT)
+        self._start = client.register_script(_START_SCRIPT)
+        self._changes = client.register_script(_CHANGES_SCRIPT)
         self._errors = (redis.exceptions.ConnectionError,
                         redis.exceptions.TimeoutError)
 
@@ -64,12 +99,29 @@ class RedisVersions:
             raise StoreUnavailable('subscriptions (redis)', exc) from exc
         return Version(int(started or 0), int(landed or 0))
 
-    def start(self, project, queue):
-        """Move ``started``; return its new value."""
+    def start(self, project, queue, refs=None):
+        """Move ``started`` and log ``refs``; return its new value."""
+        key = self._key(project, queue)
         try:
-            return self._client.hincrby(self._key(project, queue), 's', 1)
+            return self._start(keys=[key, key + '.log'],
+                               args=[json.dumps(refs), LOG_LENGTH])
         except self._errors as exc:
             raise StoreUnavailable('subscriptions (redis)', exc) from exc
+
+    def changes(self, project, queue, since):
+        """Return the :class:`Changes` after the move ``since``, or None.
+
+        None when the log no longer holds every move from ``since`` to
+        ``landed``.
+        """
+        key = self._key(project, queue)
+        try:
+            started, landed, entries = self._changes(
+                keys=[key, key + '.log'], args=[since])
+        except self._errors as exc:
+            raise StoreUnavailable('subscriptions (redis)', exc) from exc
+        return _changes(Version(int(started), int(landed)),
+                        [tuple(json.loads(e)) for e in entries], since)
 
     def land(self, project, queue, started):
         """Move ``landed`` up to ``started`` (never back)."""
@@ -90,25 +142,44 @@ class MongoVersions:
         self._collection = collection
         self._store = store
 
-    def get(self, project, queue):
-        """Return the queue's :class:`Version`."""
+    def _document(self, project, queue):
         try:
             doc = self._collection.find_one({'_id': {'p': project,
                                                      'q': queue}})
         except mongo_errors.PyMongoError as exc:
             raise StoreUnavailable(self._store, exc) from exc
         doc = doc or {}
-        return Version(doc.get('s', 0), doc.get('l', 0))
+        return doc, Version(doc.get('s', 0), doc.get('l', 0))
 
-    def start(self, project, queue):
-        """Move ``started``; return its new value."""
+    def get(self, project, queue):
+        """Return the queue's :class:`Version`."""
+        return self._document(project, queue)[1]
+
+    def start(self, project, queue, refs=None):
+        """Move ``started`` and log ``refs``; return its new value."""
+        key = {'_id': {'p': project, 'q': queue}}
         try:
-            doc = self._collection.find_one_and_update(
-                {'_id': {'p': project, 'q': queue}}, {'$inc': {'s': 1}},
-                upsert=True, return_document=ReturnDocument.AFTER)
+            started = self._collection.find_one_and_update(
+                key, {'$inc': {'s': 1}}, upsert=True,
+                return_document=ReturnDocument.AFTER)['s']
+            # A reader in between sees the move in flight without its
+            # entry, and reads the log again at its next post.
+            self._collection.update_one(key, {'$push': {'log': {
+                '$each': [{'n': started, 'r': refs}], '$sort': {'n': 1},
+                '$slice': -LOG_LENGTH}}})
         except mongo_errors.PyMongoError as exc:
             raise StoreUnavailable(self._store, exc) from exc
-        return doc['s']
+        return started
+
+    def changes(self, project, queue, since):
+        """Return the :class:`Changes` after the move ``since``, or None.
+
+        None when the log no longer holds every move from ``since`` to
+        ``landed``.
+        """
+        doc, version = self._document(project, queue)
+        return _changes(version, [(e['n'], e['r']) for e in doc.get('log', ())
+                                  if e['n'] > since], since)
 
     def land(self, project, queue, started):
         """Move ``landed`` up to ``started`` (never back)."""
@@ -117,3 +188,13 @@ class MongoVersions:
                                         {'$max': {'l': started}}, upsert=True)
         except mongo_errors.PyMongoError as exc:
             raise StoreUnavailable(self._store, exc) from exc
+
+
+def _changes(version, entries, since):
+    """Return :class:`Changes`, or None if a landed move is missing."""
+    entries = [(started, refs) for started, refs in entries
+               if started > since]
+    logged = {started for started, _ in entries}
+    if any(n not in logged for n in range(since + 1, version.landed + 1)):
+        return None
+    return Changes(version, entries)

@@ -17,11 +17,13 @@ import unittest
 from oslo_config import cfg
 from zaqar.conf import default as zaqar_default
 from zaqar.conf import drivers as zaqar_drivers
+from zaqar.storage import errors as storage_errors
 
 from tests.unit.store import fixtures
 from zaqar_filtering import DEFAULT_LIMITS
 from zaqar_filtering.stages import matcher_cache
 from zaqar_filtering.store.embedded import SubscriptionsStore
+from zaqar_filtering.store import versions
 from zaqar_filtering import zaqar_storage
 
 
@@ -35,6 +37,25 @@ class FakeSubscriptions:
     def __init__(self):
         self.queues = {}
         self.list_calls = 0
+        self.get_calls = 0
+        self.created = 0
+
+    def get(self, queue, subscription_id, project=None):
+        self.get_calls += 1
+        try:
+            return dict(self.queues[project, queue][subscription_id])
+        except KeyError:
+            raise storage_errors.SubscriptionDoesNotExist(subscription_id)
+
+    def create(self, queue, subscriber, ttl, options, project=None):
+        if any(sub['subscriber'] == subscriber
+               for sub in self.queues.get((project, queue), {}).values()):
+            return None
+        self.created += 1
+        sub_id = 'new%d' % self.created
+        self.put(project, queue, sub_id, options, ttl=ttl)
+        self.queues[project, queue][sub_id]['subscriber'] = subscriber
+        return sub_id
 
     def list(self, queue, project=None, marker=None, limit=10):
         self.list_calls += 1
@@ -71,6 +92,10 @@ class SwitchableStore:
     def version(self, project, queue):
         store = self.up if self.reachable else self.down
         return store.version(project, queue)
+
+    def changes(self, project, queue, since):
+        store = self.up if self.reachable else self.down
+        return store.changes(project, queue, since)
 
 
 def versionless_store():
@@ -112,9 +137,16 @@ class CacheTestCase(unittest.TestCase):
         return entry.matcher.match(message)
 
     def change(self, project, queue, sub_id, options, land=True):
-        """Change a subscription as a server process would."""
-        started = self.store.change_started(project, queue)
-        self.subscriptions.put(project, queue, sub_id, options)
+        """Change a subscription as a server process would.
+
+        :param options: None deletes it.
+        """
+        started = self.store.change_started(project, queue,
+                                            [{'id': sub_id}])
+        if options is None:
+            del self.subscriptions.queues[project, queue][sub_id]
+        else:
+            self.subscriptions.put(project, queue, sub_id, options)
         if land:
             self.store.changes_landed(project, queue, started)
         return started
@@ -137,32 +169,57 @@ class TestMatcherCache(CacheTestCase):
     def test_a_change_through_another_process_applies_to_the_next_post(self):
         other = self.make_cache()
         self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['x']})
-        self.assertEqual({'a'}, self.matched({'filter_policies': ['x']}))
-        self.assertEqual({'a'}, self.matched({'filter_policies': ['x']},
-                                             cache=other))
+        self.subscriptions.put('p', 'q', 'b', {'filter_policies': ['x']})
+        self.assertEqual({'a', 'b'}, self.matched({'filter_policies': ['x']}))
+        self.assertEqual({'a', 'b'}, self.matched({'filter_policies': ['x']},
+                                                  cache=other))
         self.change('p', 'q', 'a', {'filter_policies': ['y']})
-        self.assertEqual(set(), self.matched({'filter_policies': ['x']}))
-        self.assertEqual(set(), self.matched({'filter_policies': ['x']},
-                                             cache=other))
-        calls = self.subscriptions.list_calls
-        self.matched({})
-        self.matched({}, cache=other)
-        self.assertEqual(calls, self.subscriptions.list_calls)
+        self.change('p', 'q', 'b', None)
+        self.change('p', 'q', 'c', {'filter_policies': ['x']})
+        for cache in (self.cache, other):
+            self.assertEqual({'c'}, self.matched({'filter_policies': ['x']},
+                                                 cache=cache))
+            self.assertEqual({'a'}, self.matched({'filter_policies': ['y']},
+                                                 cache=cache))
+        # Only the changed subscriptions were read, once in each process.
+        self.assertEqual(2, self.subscriptions.list_calls)
+        self.assertEqual(6, self.subscriptions.get_calls)
 
-    def test_a_change_in_flight_is_not_cached_until_it_lands(self):
+    def test_a_change_in_flight_is_read_again_until_it_lands(self):
         self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['x']})
         self.matched({})
-        started = self.change('p', 'q', 'a', {'filter_policies': ['y']},
-                              land=False)
+        # Zaqar writes after the stage: the first post may come before.
+        started = self.store.change_started('p', 'q', [{'id': 'a'}])
+        self.assertEqual({'a'}, self.matched({'filter_policies': ['x']}))
+        self.subscriptions.put('p', 'q', 'a', {'filter_policies': ['y']})
         self.assertEqual({'a'}, self.matched({'filter_policies': ['y']}))
-        self.assertEqual({'a'}, self.matched({'filter_policies': ['y']}))
-        self.assertEqual(3, self.subscriptions.list_calls)
+        self.assertEqual(2, self.subscriptions.get_calls)
         self.store.changes_landed('p', 'q', started)
         self.matched({})
         self.matched({})
-        self.assertEqual(4, self.subscriptions.list_calls)
+        self.assertEqual(3, self.subscriptions.get_calls)
+        self.assertEqual(1, self.subscriptions.list_calls)
 
-    def test_a_change_that_never_lands_is_cached_after_the_limit(self):
+    def test_a_change_of_unknown_subscriptions_rebuilds(self):
+        self.subscriptions.put('p', 'q', 'a', {})
+        self.matched({})
+        self.subscriptions.put('p', 'q', 'b', {})
+        self.store.changes_landed('p', 'q', self.store.change_started(
+            'p', 'q'))
+        self.assertEqual({'a', 'b'}, self.matched({}))
+        self.assertEqual(2, self.subscriptions.list_calls)
+
+    def test_a_change_no_longer_logged_rebuilds(self):
+        self.subscriptions.put('p', 'q', 'a', {})
+        self.matched({})
+        for _ in range(versions.LOG_LENGTH + 1):
+            self.change('p', 'q', 'b', {})
+        self.assertEqual({'a', 'b'}, self.matched({}))
+        self.assertEqual(2, self.subscriptions.list_calls)
+        self.assertEqual(0, self.subscriptions.get_calls)
+
+    def test_a_change_that_never_lands_counts_as_landed_after_the_limit(
+            self):
         self.subscriptions.put('p', 'q', 'a', {})
         self.change('p', 'q', 'a', {}, land=False)
         self.matched({})
@@ -170,9 +227,11 @@ class TestMatcherCache(CacheTestCase):
         with self.assertLogs(matcher_cache.LOG.logger, 'WARNING') as logs:
             self.matched({})
         self.assertIn('has not landed after 30 s', logs.output[0])
-        calls = self.subscriptions.list_calls
+        self.matched({})    # read once more after the background listing
+        calls = self.subscriptions.get_calls
         self.matched({})
-        self.assertEqual(calls, self.subscriptions.list_calls)
+        self.matched({})
+        self.assertEqual(calls, self.subscriptions.get_calls)
 
     def test_other_queues_and_projects_keep_their_entry(self):
         self.subscriptions.put('p', 'q', 'a', {})
@@ -181,15 +240,52 @@ class TestMatcherCache(CacheTestCase):
         self.assertEqual({'b'}, self.matched({}, project='other'))
         self.change('other', 'q', 'b', {'filter_policies': ['t']})
         self.assertEqual({'a'}, self.matched({}))
-        self.assertEqual(2, self.subscriptions.list_calls)
+        self.assertEqual(0, self.subscriptions.get_calls)
         self.assertEqual(set(), self.matched({}, project='other'))
+        self.assertEqual(1, self.subscriptions.get_calls)
 
-    def test_rebuilt_in_the_background_after_max_age(self):
+    def test_the_background_listing_keeps_what_did_not_change(self):
+        self.subscriptions.put('p', 'q', 'a', {})
+        self.subscriptions.put('p', 'q', 'b', {})
+        entry = self.cache.get('p', 'q')
+        made = []
+        plan = entry.plan('k', lambda: made.append(1) or 'plan')
+        self.clock.now += matcher_cache.LOGGED_LISTING_SECONDS
+        self.matched({})            # listed again: nothing changed
+        self.assertIs(entry, self.cache.get('p', 'q'))
+        self.assertEqual(plan, entry.plan('k', lambda: made.append(1)))
+        self.assertEqual([1], made)
+        del self.subscriptions.queues[('p', 'q')]['b']
+        self.clock.now += matcher_cache.LOGGED_LISTING_SECONDS
+        self.matched({})
+        self.assertEqual({'a'}, self.matched({}))
+        self.assertEqual('again', entry.plan('k', lambda: 'again'))
+
+    def test_a_change_during_the_background_listing_is_read_again(self):
+        self.subscriptions.put('p', 'q', 'a', {})
+        self.matched({})
+        listing = self.subscriptions.list
+
+        def list_then_change(*args, **kwargs):
+            # The listing misses b, created meanwhile, which a post
+            # reads before the listing is applied.
+            pages = listing(*args, **kwargs)
+            yield next(pages)
+            self.change('p', 'q', 'b', {})
+            self.assertEqual({'a', 'b'}, self.matched({}))
+            yield next(pages)
+        self.subscriptions.list = list_then_change
+        self.clock.now += matcher_cache.LOGGED_LISTING_SECONDS
+        self.matched({})
+        self.subscriptions.list = listing
+        self.assertEqual({'a', 'b'}, self.matched({}))
+
+    def test_listed_again_in_the_background(self):
         self.subscriptions.put('p', 'q', 'a', {})
         self.matched({})
         # A change that bypassed the stages, e.g. an old server process.
         self.subscriptions.put('p', 'q', 'b', {})
-        self.clock.now += 9.9
+        self.clock.now += matcher_cache.LOGGED_LISTING_SECONDS - 0.1
         self.assertEqual({'a'}, self.matched({}))
         self.clock.now += 0.1
         self.matched({})            # served from the cache, rebuilt after

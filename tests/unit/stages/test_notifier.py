@@ -20,6 +20,7 @@ from oslo_config import cfg
 from tests.unit.stages.test_matcher_cache import FakeSubscriptions
 from tests.unit.store import fixtures
 from zaqar_filtering.stages.notifier import NotifierStage
+from zaqar_filtering.stages import sender
 
 SCENARIO_TAGS = ['apple', 'imac', 'iphone', 'macbook']
 
@@ -32,9 +33,14 @@ class FakeQueues:
         return self.metadata
 
 
-class RecordingSender:
+class RecordingSender(sender.Sender):
     def __init__(self):
         self.calls = []
+        self.prepared = 0
+
+    def prepare(self, subscriptions, retry_policy):
+        self.prepared += 1
+        return super().prepare(subscriptions, retry_policy)
 
     def send(self, subscriptions, messages, retry_policy, project=None):
         for subscription in subscriptions:
@@ -57,8 +63,10 @@ class TestNotifierStage(unittest.TestCase):
             store=fixtures.mongomock_store(), **kwargs)
 
     def received(self, task=None):
-        return {sub_id: [m['body'] for m in messages]
-                for sub_id, messages, _ in (task or self.task).calls}
+        found = {}
+        for sub_id, messages, _ in (task or self.task).calls:
+            found.setdefault(sub_id, []).extend(m['body'] for m in messages)
+        return found
 
     def test_seed_scenario_1(self):
         for name, tags in (('A', ['apple']), ('B', ['xiaomi']),
@@ -107,6 +115,35 @@ class TestNotifierStage(unittest.TestCase):
         self.task.calls.clear()
         self.stage().post('q', [{'body': 2}], 'u', 'p')
         self.assertEqual({'yes': [2], 'no': [2]}, self.received())
+
+    def test_deliveries_are_prepared_once_per_set_of_subscriptions(self):
+        for name in 'abc':
+            self.store.put('p', 'q', name, {'filter_policies': [name, 'all']})
+        stage = self.stage()
+        for body in range(3):
+            stage.post('q', [{'body': body, 'filter_policies': ['all']}],
+                       'u', 'p')
+        stage.post('q', [{'body': 3, 'filter_policies': ['a']}], 'u', 'p')
+        self.assertEqual(2, self.task.prepared)
+        # Another queue retry policy: prepared again.
+        self.queues.metadata = {'_retry_policy': {'minimum_delay': 3}}
+        stage.post('q', [{'body': 4, 'filter_policies': ['a']}], 'u', 'p')
+        self.assertEqual(3, self.task.prepared)
+        self.assertEqual({'a': [0, 1, 2, 3, 4], 'b': [0, 1, 2],
+                          'c': [0, 1, 2]}, self.received())
+
+    def test_consecutive_messages_for_the_same_subscriptions_go_together(
+            self):
+        self.store.put('p', 'q', 'a', {'filter_policies': ['a']})
+        self.store.put('p', 'q', 'b', {'filter_policies': ['b']})
+        self.stage().post('q', [
+            {'body': 0, 'filter_policies': ['a']},
+            {'body': 1, 'filter_policies': ['a']},
+            {'body': 2, 'filter_policies': ['b']},
+            {'body': 3, 'filter_policies': ['a']}], 'u', 'p')
+        self.assertEqual([('a', [0, 1]), ('b', [2]), ('a', [3])],
+                         [(sub_id, [m['body'] for m in messages])
+                          for sub_id, messages, _ in self.task.calls])
 
     def test_no_match_no_delivery_and_no_queue_read(self):
         self.store.put('p', 'q', 'a', {'filter_policies': ['x']})

@@ -49,6 +49,9 @@ class RecordingProcess:
     def put(self, item):
         self.items.append(item)
 
+    def wake(self):
+        self.items.append('wake')
+
 
 def subscription(sub_id, **options):
     return {'id': sub_id, 'source': 'orders', 'options': options,
@@ -127,6 +130,37 @@ class TestLedgerSender(unittest.TestCase):
         self.assertEqual(2, len(logs.output))
         self.assertIn('unrecorded', logs.output[0])
         self.assertIn('is back', logs.output[1])
+
+
+class InlineExecutor:
+    def submit(self, function, *args, **kwargs):
+        function(*args, **kwargs)
+
+
+class RewritingTask:
+    """Does what Zaqar's trust+ task does to what it is given."""
+
+    def __init__(self):
+        self.seen = []
+
+    def execute(self, subscription, messages, **kwargs):
+        self.seen.append(subscription['subscriber'])
+        subscription['subscriber'] = subscription['subscriber'][6:]
+        messages[0]['touched'] = True
+
+
+class TestThreadSender(unittest.TestCase):
+
+    def test_tasks_get_copies(self):
+        task = RewritingTask()
+        threads = sender.ThreadSender(task, InlineExecutor(), None)
+        subscriptions = [{'id': 'a', 'subscriber': 'trust+http://x/a'}]
+        notifications = [{'body': 1}]
+        prepared = threads.prepare(subscriptions, {})
+        threads.deliver(prepared, notifications)
+        threads.deliver(prepared, notifications)
+        self.assertEqual(['trust+http://x/a'] * 2, task.seen)
+        self.assertEqual([{'body': 1}], notifications)
 
 
 class TestProcessSettings(unittest.TestCase):

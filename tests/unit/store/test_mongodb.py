@@ -23,6 +23,7 @@ import unittest
 from oslo_config import cfg
 
 from tests.unit.store import fixtures
+from tests import versions_contract
 from zaqar_filtering import opts
 from zaqar_filtering.store.base import StoreUnavailable
 from zaqar_filtering.store import load_store
@@ -158,6 +159,20 @@ class TestRealMongoStore(StoreContract, unittest.TestCase):
 
     def make_store(self):
         return fixtures.real_store(self)
+
+
+class TestMongomockVersions(versions_contract.VersionsContract,
+                            unittest.TestCase):
+
+    def make_versions(self):
+        return fixtures.mongomock_store()._versions
+
+
+class TestRealMongoVersions(versions_contract.VersionsContract,
+                            unittest.TestCase):
+
+    def make_versions(self):
+        return fixtures.real_store(self)._versions
 
 
 class TestUnreachable(unittest.TestCase):
