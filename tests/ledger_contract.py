@@ -17,6 +17,8 @@ A test class mixes it into ``unittest.TestCase`` and defines
 ledger only compares them.
 """
 
+import random
+
 from zaqar_filtering.delivery import ledger as base
 from zaqar_filtering.policy import retry
 
@@ -26,15 +28,25 @@ LEASE = 30.0
 
 def new(sub='s1', strategy=retry.EXPONENTIAL_DECAY, bodies=('m1',),
         queue='q', project='p', published=NOW, lifecycle=86400.0,
-        policy=None, subs=None):
-    """Return a batch of ``bodies`` to ``sub`` (or to each of ``subs``)."""
+        policy=None, subs=None, keys=()):
+    """Return a batch of ``bodies`` to ``sub`` (or to each of ``subs``).
+
+    :param keys: the ordering key of each body, if the queue is ordered.
+    """
     return base.Batch(
         project=project, queue=queue, published=published,
         deadline=published + lifecycle, bodies=(tuple(bodies),),
         headers=({'Content-Type': 'application/json'},),
         policies=(policy or {},),
         targets=tuple(base.Target(s, 'http://127.0.0.1:1/%s' % s, strategy)
-                      for s in subs or [sub]))
+                      for s in subs or [sub]),
+        keys=tuple(keys))
+
+
+def keyed(*pairs, **kwargs):
+    """Return a batch of ``(body, ordering key)`` pairs (see :func:`new`)."""
+    return new(bodies=[body for body, _ in pairs],
+               keys=[key for _, key in pairs], **kwargs)
 
 
 class LedgerContract:
@@ -42,6 +54,13 @@ class LedgerContract:
 
     def make_ledger(self):
         raise NotImplementedError
+
+    def claimers(self):
+        """Return ledgers that claim from the same deliveries.
+
+        Each stands for a delivery process; by default they are one.
+        """
+        return [self.ledger, self.ledger]
 
     def setUp(self):
         super().setUp()
@@ -276,3 +295,136 @@ class LedgerContract:
         self.claim(limit=0)
         self.assertEqual(1, len(self.claim()))
         self.assertEqual(NOW + LEASE, self.ledger.next_due())
+
+    # Ordering keys (ordered queues): per subscription, a key's deliveries
+    # go one at a time, in order; other keys and unkeyed ones do not wait.
+
+    def test_a_key_waits_for_its_earlier_delivery_only(self):
+        for strategy in (retry.ZAQAR, retry.EXPONENTIAL_DECAY):
+            self.ledger = self.make_ledger()
+            self.ledger.enqueue(keyed(('a1', 'a'), ('b1', 'b'), ('a2', 'a'),
+                                      ('u1', None), ('b2', 'b'), ('u2', None),
+                                      strategy=strategy))
+            a1, b1, u1, u2 = self.claim()
+            self.assertEqual(['a1', 'b1', 'u1', 'u2'],
+                             [d.body for d in (a1, b1, u1, u2)], strategy)
+            self.ledger.retry(a1, NOW + 10, 'HTTP 500', NOW)
+            self.ledger.finish(b1, base.DELIVERED, None, NOW)
+            # b moves on while a's first delivery is being retried.
+            self.assertEqual(['b2'], self.bodies(self.claim(NOW + 1)))
+            [a1] = self.claim(NOW + 10)
+            self.assertEqual('a1', a1.body)
+            self.ledger.finish(a1, base.DELIVERED, None, NOW + 10)
+            self.assertEqual(['a2'], self.bodies(self.claim(NOW + 10)))
+
+    def test_a_key_waits_across_posts_and_behind_a_lease(self):
+        self.ledger.enqueue(keyed(('k1', 'k'), strategy=retry.ZAQAR))
+        [k1] = self.claim()
+        self.ledger.enqueue(keyed(('k2', 'k'), ('x1', 'x'),
+                                  strategy=retry.ZAQAR))
+        [x1] = self.claim()
+        self.assertEqual('x1', x1.body)
+        self.ledger.finish(x1, base.DELIVERED, None, NOW)
+        # The lease ends: the same delivery is handed out again, not k2.
+        [again] = self.claim(NOW + LEASE + 1)
+        self.assertEqual((k1.id, 'k1'), (again.id, again.body))
+        self.assertFalse(self.ledger.finish(k1, base.DELIVERED, None, NOW))
+        self.ledger.finish(again, base.DELIVERED, None, NOW + LEASE + 1)
+        self.assertEqual(['k2'], self.bodies(self.claim(NOW + LEASE + 1)))
+
+    def test_a_dropped_or_expired_delivery_lets_its_key_move_on(self):
+        self.ledger.enqueue(keyed(('k1', 'k'), ('k2', 'k'), ('k3', 'k'),
+                                  strategy=retry.ZAQAR))
+        [k1] = self.claim()
+        self.ledger.finish(k1, base.DROPPED, 'HTTP 500', NOW)
+        [k2] = self.claim()
+        self.assertEqual('k2', k2.body)
+        self.ledger.finish(k2, base.EXPIRED, 'HTTP 500', NOW)
+        self.assertEqual(['k3'], self.bodies(self.claim()))
+
+    def test_keys_are_ordered_per_subscription(self):
+        self.ledger.enqueue(keyed(('k1', 'k'), ('k2', 'k'), subs=['s1', 's2'],
+                                  strategy=retry.ZAQAR))
+        first = {d.subscription_id: d for d in self.claim()}
+        self.assertEqual({'s1': 'k1', 's2': 'k1'},
+                         {s: d.body for s, d in first.items()})
+        self.ledger.retry(first['s1'], NOW + 100, 'HTTP 500', NOW)
+        self.ledger.finish(first['s2'], base.DELIVERED, None, NOW)
+        [k2] = self.claim(NOW + 1)
+        self.assertEqual(('s2', 'k2'), (k2.subscription_id, k2.body))
+
+    def test_keys_under_backoff_keep_the_subscribers_order(self):
+        self.ledger.enqueue(keyed(('a1', 'a'), ('b1', 'b'), ('a2', 'a'),
+                                  strategy=retry.BACKOFF))
+        for body in ('a1', 'b1', 'a2'):
+            [delivery] = self.claim()
+            self.assertEqual(body, delivery.body)
+            self.ledger.finish(delivery, base.DELIVERED, None, NOW)
+        self.assertEqual([], self.claim())
+
+    def test_a_blocked_subscriber_unblocks_only_the_heads_of_keys(self):
+        self.ledger.enqueue(keyed(('a1', 'a'), ('b1', 'b'), ('b2', 'b'),
+                                  strategy=retry.EXPONENTIAL_DECAY))
+        a1, b1 = self.claim()
+        self.ledger.retry(a1, NOW + 1, 'HTTP 500', NOW)
+        self.ledger.retry(b1, NOW + 1, 'HTTP 500', NOW)
+        a1, b1 = self.claim(NOW + 1)
+        # b1's second failure blocks the subscriber; then it goes through.
+        self.ledger.retry(b1, NOW + 2, 'HTTP 500', NOW + 1)
+        self.ledger.retry(a1, NOW + 2, 'HTTP 500', NOW + 1)
+        blocker, = self.claim(NOW + 2)
+        self.assertEqual('b1', blocker.body)
+        self.ledger.finish(blocker, base.DELIVERED, None, NOW + 2)
+        self.assertEqual(['a1', 'b2'], self.bodies(self.claim(NOW + 2)))
+
+    def test_forget_drops_a_subscriptions_keys_not_the_others(self):
+        self.ledger.enqueue(keyed(('k1', 'k'), ('k2', 'k'), subs=['s1', 's2'],
+                                  strategy=retry.ZAQAR))
+        claimed = {d.subscription_id: d for d in self.claim()}
+        self.assertEqual(2, self.ledger.forget('p', 'q', 's1'))
+        self.assertFalse(self.ledger.finish(claimed['s1'], base.DELIVERED,
+                                            None, NOW))
+        self.ledger.finish(claimed['s2'], base.DELIVERED, None, NOW)
+        [k2] = self.claim()
+        self.assertEqual(('s2', 'k2'), (k2.subscription_id, k2.body))
+
+    def test_claimers_never_hold_two_of_a_key_and_finish_keys_in_order(self):
+        strategies = (retry.ZAQAR, retry.EXPONENTIAL_DECAY, retry.BACKOFF)
+        rand = random.Random(14)
+        posted = {}
+        for number in range(30):
+            strategy = strategies[number % 3]
+            pairs = [('%s-%d' % (key, number), key)
+                     for key in rand.sample('abcdef', 3)] + [('u', None)]
+            for sub in ('s1', 's2'):
+                self.ledger.enqueue(keyed(*pairs, sub=sub, strategy=strategy,
+                                          published=NOW + number))
+                for body, key in pairs:
+                    if key:
+                        posted.setdefault((sub, key), []).append(body)
+        finished = {}
+        now = NOW + 30
+        for turn in range(2000):
+            held = []
+            for ledger in self.claimers():
+                held += ledger.claim(now, rand.randint(1, 8), LEASE)
+            if not held and self.ledger.next_due() is None:
+                break
+            out = {}
+            for delivery in held:
+                name = delivery.body.split('-')[0]
+                if name == 'u':
+                    self.ledger.finish(delivery, base.DELIVERED, None, now)
+                    continue
+                self.assertNotIn((delivery.subscription_id, name), out)
+                out[delivery.subscription_id, name] = delivery
+            for (sub, key), delivery in out.items():
+                if rand.random() < 0.3:
+                    self.assertTrue(self.ledger.retry(
+                        delivery, now + 1, 'HTTP 500', now))
+                    continue
+                self.assertTrue(self.ledger.finish(
+                    delivery, rand.choice(base.OUTCOMES), None, now))
+                finished.setdefault((sub, key), []).append(delivery.body)
+            now += 1
+        self.assertEqual(posted, finished)

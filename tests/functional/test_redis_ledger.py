@@ -58,6 +58,17 @@ class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
                     b'zaqar_filtering.delivery.s.q/s2/p']),
             sorted(self.client.keys('*')))
 
+    def test_ordering_keys_leave_nothing_behind(self):
+        self.ledger.enqueue(ledger_contract.keyed(
+            ('a1', 'a'), ('a2', 'a'), ('b1', 'b'), subs=['s1', 's2']))
+        self.ledger.forget('p', 'q', 's2')
+        for _ in range(3):
+            for delivery in self.claim():
+                self.ledger.finish(delivery, 'delivered', None,
+                                   ledger_contract.NOW)
+        self.assertEqual([], self.client.keys('zaqar_filtering.delivery.o.*'))
+        self.assertEqual([], self.client.keys('zaqar_filtering.delivery.e.*'))
+
     def test_a_slow_claim_is_not_sent_twice(self):
         # Zaqar's client gives up after 0.1 s (here 1 ms, shorter than
         # spreading 1,000 deliveries takes) and redis-py then sends the

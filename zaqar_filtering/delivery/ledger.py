@@ -21,8 +21,12 @@ has it delivered twice by two processes at once.
 The ledger keeps the notify strategies' order rules: for an ``ordered``
 strategy only a subscriber's oldest pending delivery is handed out; for a
 ``blocking`` one, once a retry has failed, only that delivery is, until it
-succeeds or is dropped. Deliveries that must wait are parked, so that
-claiming costs the same however many wait.
+succeeds or is dropped. Whatever the strategy, of the messages of an
+ordered queue that share an ordering key (:attr:`Batch.keys`) only a
+subscriber's oldest pending one is handed out: the next waits until that
+one is delivered, dropped or expired, and other keys are not held up.
+Deliveries that must wait are parked, so that claiming costs the same
+however many wait.
 """
 
 import abc
@@ -118,6 +122,8 @@ class Batch:
     :ivar headers: dicts of request headers.
     :ivar policies: ``_retry_policy`` dicts.
     :ivar targets: :class:`Target` tuples (often :class:`Targets`).
+    :ivar keys: the ordering key of each message (None for a message
+        without one), when the queue is ordered by key; else empty.
     """
     project: str
     queue: str
@@ -127,6 +133,7 @@ class Batch:
     headers: tuple
     policies: tuple
     targets: tuple
+    keys: tuple = ()
 
     @property
     def size(self):

@@ -24,6 +24,7 @@ Collections:
 - ``zaqar_filtering_delivery_batches``: a document per batch (or per part
   of a very large one): project ``p``, queue ``q``, ``pub``, ``dl``, the
   lists of bodies ``b``, headers ``h`` and policies ``o`` (JSON), the
+  messages' ordering keys ``k`` (if they have any), the
   targets ``t`` (``[sid, url, strategy, bodies, headers, policy]``), how
   many there are ``n`` and have been spread ``spread``, ``todo`` while
   some are not, the pending deliveries ``live`` and the spreading lease
@@ -32,7 +33,8 @@ Collections:
   its subscriber (``p``, ``q``, ``s``), its batch ``bid`` and indexes in
   it (``bi``, ``mi``, ``hi``, ``oi``: the body stays in the batch), its
   due time ``due`` (a claim moves it to the lease's end), its lease token
-  ``tok``, ``parked``, and ``c`` once its chunk is committed. Ids are
+  ``tok``, ``parked``, its ordering key ``ok`` (if it has one), and ``c``
+  once its chunk is committed. Ids are
   ``batch << 24 | target << 8 | message``: they grow in publication order
   and are the same whoever spreads the chunk, so a chunk spread again
   (its spreader died) never duplicates a delivery.
@@ -47,6 +49,14 @@ atomically, and a claim takes a delivery only if it is still unleased and
 due. A step that parks a delivery checks afterwards that what it waits for
 still holds, and unparks it otherwise, so that no delivery stays parked
 because of a step that ran concurrently.
+
+A delivery with an ordering key is handed out only while it is the oldest
+pending one of its subscriber and key, and only once its chunk is
+committed (the documents of a chunk may become visible in any order); a
+claim that meets a later one parks it, and the finish of the one before
+unparks it. A lease that ends hands the same delivery out again: a
+process that stalled past its lease may still post it after the next one
+of its key (as for claims of an ordered queue, see the README).
 
 A chunk is spread under a lease on its batch: its deliveries are inserted
 (duplicates ignored), counted, and the batch's ``spread`` and ``live``
@@ -94,7 +104,10 @@ FORGOTTEN_SECONDS = 7 * 86400
 STORE = 'delivery ledger (mongodb)'
 DUPLICATE_KEY = 11000
 
-_CLAIM_FIELDS = {'p': 1, 'q': 1, 's': 1, 'st': 1}
+_CLAIM_FIELDS = {'p': 1, 'q': 1, 's': 1, 'st': 1, 'ok': 1, 'c': 1}
+#: The fields that name a subscriber, and a subscriber's ordering key.
+SUBSCRIBER = ('p', 'q', 's')
+SUBSCRIBER_KEY = SUBSCRIBER + ('ok',)
 #: What a finished or forgotten delivery still pending spreading becomes.
 _TOMBSTONE = {'$set': {'parked': None, 'tok': ''},
               '$unset': {'p': '', 'q': '', 's': ''}}
@@ -173,7 +186,7 @@ def _pieces(batch):
             if (piece is None or len(piece['t']) >= BATCH_TARGETS
                     or piece['size'] + size > BATCH_BYTES):
                 piece = {'t': [], 'b': [], 'h': [], 'o': [], 'bm': {},
-                         'hm': {}, 'om': {}, 'size': 0}
+                         'hm': {}, 'om': {}, 'size': 0, 'start': start}
                 pieces.append(piece)
                 size = (len(t.subscription_id) + len(t.subscriber) + 64
                         + sum(len(b) + 8 for b in bodies)
@@ -195,6 +208,8 @@ def _pieces(batch):
              'pub': float(batch.published), 'dl': float(batch.deadline),
              'b': piece['b'], 'm': [len(b) for b in piece['b']],
              'h': piece['h'], 'o': piece['o'], 't': piece['t'],
+             'k': (list(batch.keys[piece['start']:piece['start'] + window])
+                   if any(batch.keys) else None),
              'n': len(piece['t']), 'spread': 0, 'todo': True, 'live': 0,
              'lease': 0.0}
             for piece in pieces]
@@ -222,19 +237,21 @@ class MongoLedger(base.Ledger):
         self._deliveries.create_index([('parked', 1), ('due', 1)])
         self._deliveries.create_index([('p', 1), ('q', 1), ('s', 1),
                                        ('_id', 1)])
+        self._deliveries.create_index([('p', 1), ('q', 1), ('s', 1),
+                                       ('ok', 1), ('_id', 1)])
         self._deliveries.create_index([('bid', 1)])
         self._batches.create_index([('todo', 1), ('_id', 1)])
         self._gone.create_index([('at', 1)],
                                 expireAfterSeconds=FORGOTTEN_SECONDS)
         self._indexed = True
 
-    def _head(self, sub):
-        """Return the subscriber's oldest pending delivery, or None."""
-        return self._deliveries.find_one(
-            sub, {'parked': 1}, sort=[('_id', 1)])
+    def _unpark_head(self, selector):
+        """Unpark the oldest pending delivery of a subscriber (and key).
 
-    def _unpark_head(self, sub):
-        head = self._head(sub)
+        :param selector: the subscriber's fields, and ``ok`` for a key.
+        """
+        head = self._deliveries.find_one(
+            selector, {'parked': 1}, sort=[('_id', 1)])
         if head is not None and head.get('parked'):
             self._deliveries.update_one({'_id': head['_id'], 'parked': True},
                                         {'$set': {'parked': False}})
@@ -314,9 +331,10 @@ class MongoLedger(base.Ledger):
         bid, start = head['_id'], head['spread']
         batch = self._batches.find_one(
             {'_id': bid}, {'t': {'$slice': [start, count]}, 'p': 1, 'q': 1,
-                           'pub': 1, 'dl': 1, 'm': 1})
+                           'pub': 1, 'dl': 1, 'm': 1, 'k': 1})
         targets = batch['t']
         project, queue, pub = batch['p'], batch['q'], batch['pub']
+        keys = batch.get('k') or ()
         sids = [t[0] for t in targets]
         subs = [_sub(project, queue, sid) for sid in sids]
         gone = {doc['_id'] for doc in self._gone.find(
@@ -351,6 +369,9 @@ class MongoLedger(base.Ledger):
                     url=url, st=strategy, bid=bid, bi=bodies, mi=message,
                     hi=t[4], oi=t[5], pub=pub, dl=batch['dl'], a=0,
                     tok='', due=pub, parked=waits, c=False))
+                if message < len(keys) and keys[message] is not None:
+                    # Claims park it if an earlier one of its key waits.
+                    docs[-1]['ok'] = keys[message]
                 if strategy == retry.BACKOFF:
                     waits = True
         _insert_ignoring_duplicates(self._subscribers, known)
@@ -386,20 +407,26 @@ class MongoLedger(base.Ledger):
             {'parked': False, 'due': {'$lte': now}}, _CLAIM_FIELDS,
             sort=[('due', 1), ('_id', 1)], limit=count))
 
-    def _heads(self, docs):
-        """Return the oldest pending delivery id of each docs' subscriber."""
-        by_queue = {}
+    def _heads(self, docs, fields=SUBSCRIBER):
+        """Return the oldest pending delivery id of each docs' subscriber.
+
+        :param fields: SUBSCRIBER, or SUBSCRIBER_KEY for the oldest of
+            each subscriber's ordering key; the keys of the dict returned
+            are tuples of these fields.
+        """
+        by_prefix = {}
         for doc in docs:
-            by_queue.setdefault((doc['p'], doc['q']), set()).add(doc['s'])
-        if not by_queue:
+            by_prefix.setdefault(tuple(doc[f] for f in fields[:-1]),
+                                 set()).add(doc[fields[-1]])
+        if not by_prefix:
             return {}
-        match = {'$or': [{'p': p, 'q': q, 's': {'$in': sorted(sids)}}
-                         for (p, q), sids in sorted(by_queue.items())]}
-        return {(row['_id']['p'], row['_id']['q'], row['_id']['s']): row['h']
+        match = {'$or': [dict(zip(fields, prefix + ({'$in': sorted(last)},)))
+                         for prefix, last in sorted(by_prefix.items())]}
+        return {tuple(row['_id'][f] for f in fields): row['h']
                 for row in self._deliveries.aggregate([
                     {'$match': match},
-                    {'$sort': {'p': 1, 'q': 1, 's': 1, '_id': 1}},
-                    {'$group': {'_id': {'p': '$p', 'q': '$q', 's': '$s'},
+                    {'$sort': dict([(f, 1) for f in fields] + [('_id', 1)])},
+                    {'$group': {'_id': {f: '$' + f for f in fields},
                                 'h': {'$first': '$_id'}}}])}
 
     def _blockers(self, docs):
@@ -425,6 +452,8 @@ class MongoLedger(base.Ledger):
                              if doc['st'] == retry.BACKOFF])
         blockers = self._blockers([doc for doc in candidates
                                    if doc['st'] == retry.EXPONENTIAL_DECAY])
+        key_heads = self._heads([doc for doc in candidates if 'ok' in doc],
+                                SUBSCRIBER_KEY)
         chosen = []
         for doc in candidates:
             if len(chosen) >= limit:
@@ -435,6 +464,12 @@ class MongoLedger(base.Ledger):
                 ok = heads.get(key) == doc['_id']
             elif doc['st'] == retry.EXPONENTIAL_DECAY:
                 ok = blockers.get(key) in (None, doc['_id'])
+            if ok and 'ok' in doc:
+                if not doc['c']:
+                    continue    # its key's earlier ones may not all be in
+                if key_heads.get(key + (doc['ok'],)) != doc['_id']:
+                    self._park_behind_key(doc, now)
+                    continue
             if ok:
                 chosen.append(doc['_id'])
                 continue
@@ -468,6 +503,15 @@ class MongoLedger(base.Ledger):
         return [_delivery(claimed[i], batches[claimed[i]['bid']])
                 for i in chosen if i in claimed and i not in orphans]
 
+    def _park_behind_key(self, doc, now):
+        """Park a delivery that an earlier one of its key is ahead of."""
+        parked = self._deliveries.update_one(
+            {'_id': doc['_id'], 'parked': False, 'due': {'$lte': now}},
+            {'$set': {'parked': True}})
+        if parked.modified_count:
+            # The one ahead may have finished meanwhile.
+            self._unpark_head(dict(_sub_id(doc), ok=doc['ok']))
+
     @_guarded
     def retry(self, delivery, due, error, now):
         if not delivery.token:
@@ -497,7 +541,8 @@ class MongoLedger(base.Ledger):
                              % (', '.join(base.OUTCOMES), outcome))
         if not delivery.token:
             return False
-        fields = {'p': 1, 'q': 1, 's': 1, 'a': 1, 'bid': 1, 'url': 1}
+        fields = {'p': 1, 'q': 1, 's': 1, 'a': 1, 'bid': 1, 'url': 1,
+                  'ok': 1}
         doc = self._deliveries.find_one_and_delete(
             {'_id': delivery.id, 'tok': delivery.token, 'c': True},
             projection=fields)
@@ -520,6 +565,8 @@ class MongoLedger(base.Ledger):
             {'_id': sub_id}, update, projection={'b': 1}, upsert=True,
             return_document=ReturnDocument.AFTER)
         self._release(doc['bid'], 1)
+        if 'ok' in doc:
+            self._unpark_head(dict(sub_id, ok=doc['ok']))
         blocker = stats.get('b')
         if blocker == delivery.id:
             self._subscribers.update_one({'_id': sub_id, 'b': delivery.id},

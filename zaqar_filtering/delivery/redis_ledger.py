@@ -22,7 +22,8 @@ Keys, under ``zaqar_filtering.delivery.``:
 
 - ``inbox``: ids of batches still to be spread, oldest first.
 - ``batch.<bid>``: a batch's hash: project ``p``, queue ``q``, ``pub``,
-  ``dl``, bodies ``b<i>.<j>``, headers ``h<i>``, policies ``o<i>``; ``n``,
+  ``dl``, bodies ``b<i>.<j>``, headers ``h<i>``, policies ``o<i>``, the
+  messages' ordering keys ``ks`` (JSON, if they have any); ``n``,
   its pending deliveries, and ``x`` once it is spread (it goes when both
   say it is done). ``batch.<bid>.t``: its chunks of targets to spread.
 - ``seq``: the last delivery id; ids grow in publication order.
@@ -32,6 +33,10 @@ Keys, under ``zaqar_filtering.delivery.``:
 - ``q.<sub>``: sorted set of a subscriber's pending ids, by id.
 - ``p.<sub>``: sorted set of a subscriber's parked ids, by due time.
 - ``b.<sub>``: the id that blocks a blocking subscriber.
+- ``o.<sub>\\n<key>``: sorted set of a subscriber's pending ids of one
+  ordering key, by id. Only the first is handed out; the others wait
+  outside ``due``, their due time in their hash's field ``kp``, until the
+  one before them goes (a claim that meets one in ``due`` moves it there).
 - ``s.<sub>``: a hash of the subscriber's counts and last error.
 - ``subs``: the set of subscribers with pending deliveries or counts.
 - ``gone.<sub>``: a deleted subscription, whose targets in batches not
@@ -94,6 +99,25 @@ local function release(bid)
     redis.call('DEL', bkey)
   end
 end
+
+-- The sorted set of subscriber k's pending ids of the ordering key okey
+-- (which has no control character).
+local function keyed(k, okey)
+  return P .. 'o.' .. k .. '\\n' .. okey
+end
+
+-- Makes the oldest pending delivery of a key due if it waits for its turn.
+local function unpark_key(k, okey)
+  local head = redis.call('ZRANGE', keyed(k, okey), 0, 0)[1]
+  if head then
+    local ekey = P .. 'e.' .. head
+    local due = redis.call('HGET', ekey, 'kp')
+    if due then
+      redis.call('HDEL', ekey, 'kp')
+      redis.call('ZADD', P .. 'due', due, head)
+    end
+  end
+end
 """
 
 _SPREAD = """
@@ -114,9 +138,10 @@ local function spread(chunks)
       end
     else
       chunks = chunks - 1
-      local b = redis.call('HMGET', bkey, 'p', 'q', 'pub', 'dl', 'm')
+      local b = redis.call('HMGET', bkey, 'p', 'q', 'pub', 'dl', 'm', 'ks')
       local project, queue, pub, dl = b[1], b[2], b[3], b[4]
       local counts = cjson.decode(b[5])
+      local keys = b[6] and cjson.decode(b[6])
       local spread_now = 0
       for _, t in ipairs(cjson.decode(chunk)) do
         local sid, url, st = t[1], t[2], t[3]
@@ -141,12 +166,23 @@ local function spread(chunks)
         end
         for i = 1, count do
           local id = last - count + i
-          redis.call('HSET', P .. 'e.' .. id, 'k', k, 'url', url, 'st', st,
+          local ekey = P .. 'e.' .. id
+          redis.call('HSET', ekey, 'k', k, 'url', url, 'st', st,
                      'pol', pol, 'hdr', hdr, 'pub', pub, 'dl', dl, 'a', 0,
                      'tok', '', 'bid', bid,
                      'body', 'b' .. t[4] .. '.' .. (i - 1))
           redis.call('ZADD', qkey, id, id)
-          if waits then
+          local okey = keys and keys[i]
+          local held = false
+          if type(okey) == 'string' then
+            local oset = keyed(k, okey)
+            held = redis.call('ZCARD', oset) > 0
+            redis.call('ZADD', oset, id, id)
+            redis.call('HSET', ekey, 'ok', okey)
+          end
+          if held then
+            redis.call('HSET', ekey, 'kp', pub)
+          elseif waits then
             redis.call('ZADD', P .. 'p.' .. k, pub, id)
           else
             redis.call('ZADD', P .. 'due', pub, id)
@@ -174,8 +210,8 @@ for _, id in ipairs(ids) do
     break
   end
   local ekey = P .. 'e.' .. id
-  local f = redis.call('HMGET', ekey, 'k', 'st')
-  local k, st = f[1], f[2]
+  local f = redis.call('HMGET', ekey, 'k', 'st', 'ok')
+  local k, st, okey = f[1], f[2], f[3]
   if not k then
     redis.call('ZREM', P .. 'due', id)
   else
@@ -186,7 +222,15 @@ for _, id in ipairs(ids) do
       local b = redis.call('GET', P .. 'b.' .. k)
       ok = (not b) or b == id
     end
-    if ok then
+    local held = false
+    if ok and okey then
+      held = redis.call('ZRANGE', keyed(k, okey), 0, 0)[1] ~= id
+    end
+    if held then
+      -- An earlier delivery of its key is pending: it waits for its turn.
+      redis.call('HSET', ekey, 'kp', redis.call('ZSCORE', P .. 'due', id))
+      redis.call('ZREM', P .. 'due', id)
+    elseif ok then
       redis.call('ZADD', P .. 'due', ARGV[5], id)
       redis.call('HSET', ekey, 'tok', ARGV[6])
       local row = redis.call('HGETALL', ekey)
@@ -231,7 +275,7 @@ return 1
 _FINISH = _COMMON + """
 local id = ARGV[2]
 local ekey = P .. 'e.' .. id
-local f = redis.call('HMGET', ekey, 'k', 'tok', 'a', 'bid')
+local f = redis.call('HMGET', ekey, 'k', 'tok', 'a', 'bid', 'ok')
 if not f[1] or f[2] ~= ARGV[3] then
   return 0
 end
@@ -240,6 +284,10 @@ redis.call('DEL', ekey)
 release(f[4])
 redis.call('ZREM', P .. 'due', id)
 redis.call('ZREM', P .. 'q.' .. k, id)
+if f[5] then
+  redis.call('ZREM', keyed(k, f[5]), id)
+  unpark_key(k, f[5])
+end
 local skey = P .. 's.' .. k
 redis.call('HINCRBY', skey, ARGV[4], 1)
 if tonumber(f[3]) > 0 then
@@ -263,7 +311,11 @@ _FORGET = _COMMON + """
 local k = ARGV[2]
 local ids = redis.call('ZRANGE', P .. 'q.' .. k, 0, -1)
 for _, id in ipairs(ids) do
-  release(redis.call('HGET', P .. 'e.' .. id, 'bid'))
+  local f = redis.call('HMGET', P .. 'e.' .. id, 'bid', 'ok')
+  release(f[1])
+  if f[2] then
+    redis.call('DEL', keyed(k, f[2]))
+  end
   redis.call('DEL', P .. 'e.' .. id)
   redis.call('ZREM', P .. 'due', id)
 end
@@ -348,6 +400,8 @@ class RedisLedger(base.Ledger):
             fields['h%d' % i] = json.dumps(headers)
         for i, policy in enumerate(batch.policies):
             fields['o%d' % i] = json.dumps(policy or {})
+        if any(batch.keys):
+            fields['ks'] = json.dumps(list(batch.keys))
         per_chunk = max(1, CHUNK_DELIVERIES // max(
             1, max(len(b) for b in batch.bodies)))
         # JSON encodes each Target tuple as the array the script reads;

@@ -47,6 +47,7 @@ from zaqar_filtering.delivery import process
 from zaqar_filtering import InvalidPolicy
 from zaqar_filtering import opts
 from zaqar_filtering.policy.message import with_body_fields
+from zaqar_filtering.policy.ordering import is_ordered
 from zaqar_filtering.stages.matcher_cache import MatcherCache
 from zaqar_filtering.stages import queue_task
 from zaqar_filtering.stages import sender
@@ -130,8 +131,9 @@ class NotifierStage:
                        'matched': _some(reached)})
         if not routes:
             return None
-        retry_policy = self._queues.get(queue_name, project).get(
-            '_retry_policy', {})
+        metadata = self._queues.get(queue_name, project)
+        retry_policy = metadata.get('_retry_policy', {})
+        ordered = is_ordered(metadata)
         policy_key = json.dumps(retry_policy, sort_keys=True)
         for matched, notifications in routes:
             # What depends only on the subscriptions reached is prepared
@@ -140,7 +142,8 @@ class NotifierStage:
             plan = queue.plan((matched, policy_key), functools.partial(
                 self._plan, queue, matched, retry_policy))
             for deliveries, prepared in plan:
-                deliveries.deliver(prepared, notifications, project=project)
+                deliveries.deliver(prepared, notifications, project=project,
+                                   ordered=ordered)
         return None
 
     def _plan(self, queue, matched, retry_policy):

@@ -37,6 +37,7 @@ from concurrent import futures
 from oslo_log import log as logging
 
 from zaqar_filtering.delivery import ledger
+from zaqar_filtering.policy.ordering import ORDERING_KEY
 from zaqar_filtering.policy import retry
 from zaqar_filtering.stages import webhook
 from zaqar_filtering.store.base import StoreUnavailable
@@ -63,8 +64,12 @@ class Sender:
         """
         return list(subscriptions), retry_policy
 
-    def deliver(self, prepared, notifications, project=None):
-        """Deliver the notifications to the prepared subscriptions."""
+    def deliver(self, prepared, notifications, project=None, ordered=False):
+        """Deliver the notifications to the prepared subscriptions.
+
+        :param ordered: whether the queue is ordered by key (only the
+            delivery ledger keeps that order).
+        """
         subscriptions, retry_policy = prepared
         self.send(subscriptions, notifications, retry_policy,
                   project=project)
@@ -296,8 +301,12 @@ class LedgerSender(Sender):
                         ledger.Targets(targets), made['bodies'],
                         made['headers'], made['policies'])
 
-    def deliver(self, prepared, notifications, project=None):
-        """Record a delivery of each notification to each subscription."""
+    def deliver(self, prepared, notifications, project=None, ordered=False):
+        """Record a delivery of each notification to each subscription.
+
+        :param ordered: whether the queue is ordered by key: then each
+            subscription gets the notifications of a key in order.
+        """
         if not prepared.targets:
             return
         now = time.time()
@@ -308,7 +317,9 @@ class LedgerSender(Sender):
                                for n in notifications)
                          for template in prepared.templates),
             headers=prepared.headers, policies=prepared.policies,
-            targets=prepared.targets)
+            targets=prepared.targets,
+            keys=(tuple(n.get(ORDERING_KEY) for n in notifications)
+                  if ordered else ()))
         try:
             self._ledger.enqueue(batch)
         except StoreUnavailable as exc:

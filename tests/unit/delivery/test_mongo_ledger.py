@@ -59,6 +59,9 @@ class SharedDatabase:
         self.database = self.make_database()
         return MongoLedger(self.database)
 
+    def claimers(self):
+        return [self.ledger, MongoLedger(self.database)]
+
     def test_two_ledgers_never_claim_the_same_delivery(self):
         other = MongoLedger(self.database)
         subs = ['s%d' % i for i in range(120)]

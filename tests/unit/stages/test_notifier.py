@@ -37,10 +37,15 @@ class RecordingSender(sender.Sender):
     def __init__(self):
         self.calls = []
         self.prepared = 0
+        self.ordered = []
 
     def prepare(self, subscriptions, retry_policy):
         self.prepared += 1
         return super().prepare(subscriptions, retry_policy)
+
+    def deliver(self, prepared, notifications, project=None, ordered=False):
+        self.ordered.append(ordered)
+        super().deliver(prepared, notifications, project=project)
 
     def send(self, subscriptions, messages, retry_policy, project=None):
         for subscription in subscriptions:
@@ -92,6 +97,16 @@ class TestNotifierStage(unittest.TestCase):
         self.assertEqual([dict(before[0], Message_Type='Notification')], sent)
         self.assertEqual(before, messages)
         self.assertEqual({'minimum_delay': 2}, retry_policy)
+
+    def test_senders_learn_whether_the_queue_is_ordered_by_key(self):
+        self.store.put('p', 'q', 'a', {})
+        stage = self.stage()
+        message = {'body': 1, 'ordering_key': 'k'}
+        stage.post('q', [message], 'u', 'p')
+        self.queues.metadata = {'_ordered_by_key': True}
+        stage.post('q', [message], 'u', 'p')
+        self.assertEqual([False, True], self.task.ordered)
+        self.assertEqual('k', self.task.calls[1][1][0]['ordering_key'])
 
     def test_schemes_go_to_their_task(self):
         self.store.put('p', 'q', 'web', {})

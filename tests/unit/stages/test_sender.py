@@ -93,6 +93,19 @@ class TestLedgerSender(unittest.TestCase):
                                      len(batch.policies)))
         self.assertEqual(['wake'], self.process.items)
 
+    def test_an_ordered_queue_records_the_messages_keys(self):
+        prepared = self.sender.prepare([subscription('a')], {})
+        posted = [{'body': 1, 'ordering_key': 'k'}, {'body': 2},
+                  {'body': 3, 'ordering_key': 'j'}]
+        self.sender.deliver(prepared, posted, ordered=True)
+        # Not ordered: the key is only a field of the message.
+        self.sender.deliver(prepared, posted)
+        self.assertEqual([('k', None, 'j'), ()],
+                         [batch.keys for batch in self.ledger.recorded])
+        self.assertEqual({'body': 1, 'ordering_key': 'k',
+                          'queue_name': 'orders'},
+                         self.ledger.deliveries()[0][1])
+
     def test_strategy_follows_zaqars_override_rule(self):
         queue = {'notify_strategy': 'backoff'}
         self.sender.send(
