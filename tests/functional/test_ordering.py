@@ -19,6 +19,7 @@ import time
 from oslo_config import cfg
 
 from tests.functional import base
+from tests.functional import test_retries
 from zaqar_filtering import ordering
 from zaqar_filtering import zaqar_storage
 
@@ -289,3 +290,86 @@ class StockPipelinesTest(base.ServerTestCase):
                       response.json()['description'])
         self.assertEqual(201, self.client.create_queue(
             self.queue, {'_ordered_by_key': False}).status_code)
+
+
+def _push_overrides():
+    found = test_retries.overrides(**{
+        'filtering:delivery': {'backoff_retries': '100', 'processes': '2'}})
+    found['storage'].update(ORDERING_PIPELINES['storage'])
+    return found
+
+
+def _names(requests):
+    return [r.json['body']['n'] for r in sorted(requests,
+                                                key=lambda r: r.time)]
+
+
+def _squeezed(names):
+    """``names`` without repeats of the one before (retried attempts)."""
+    return [n for i, n in enumerate(names) if not i or names[i - 1] != n]
+
+
+class PushOrderingTest(test_retries.RetryTestCase):
+    """Push of an ordered queue, through two delivery processes."""
+
+    CONF_OVERRIDES = _push_overrides()
+    # Zaqar's own schedule, 1 s apart, long enough to outlast the outage.
+    ZAQAR_POLICY = {'retries_with_no_delay': 0, 'minimum_delay': 1,
+                    'minimum_delay_retries': 60, 'maximum_delay': 11}
+
+    def post_keyed(self, *pairs, queue=None):
+        response = self.client.post_messages(queue or self.queue, [
+            dict({'body': {'n': name}, 'ttl': 3600},
+                 **({'ordering_key': key} if key else {}))
+            for name, key in pairs])
+        self.assertEqual(201, response.status_code, response.text)
+
+    def test_a_failing_key_delays_only_that_key(self):
+        response = self.client.create_queue(self.queue,
+                                            {'_ordered_by_key': True})
+        self.assertEqual(201, response.status_code, response.text)
+        strategies = {
+            'decay': None,
+            'zaqar': {'_retry_policy': self.ZAQAR_POLICY},
+            'backoff': test_retries.BACKOFF}
+        for name, options in strategies.items():
+            self.subscribe('%s/%s' % (self.queue, name), options)
+        self.receiver.fail(self.queue, status=500,
+                           when=lambda doc: (doc or {}).get(
+                               'ordering_key') == 'K')
+        self.post_keyed(('K1', 'K'), ('A1', 'A'), ('U1', None), ('K2', 'K'),
+                        ('A2', 'A'))
+        self.post_keyed(('K3', 'K'), ('U2', None), ('A3', 'A'))
+        # The other key and the unkeyed messages arrive meanwhile (the
+        # strategies that hold a whole subscription up, backoff and
+        # exponential_decay after a failed retry, still do).
+        self.assertEqual(['A1', 'A2', 'A3'], [
+            n for n in _names(self.receiver.wait_for(
+                5, self.queue + '/zaqar', status=200)) if n.startswith('A')])
+        for name in strategies:
+            self.receiver.wait_for(2, '%s/%s' % (self.queue, name),
+                                   status=500)
+        # While K1 fails, no later message of K is tried.
+        self.assertEqual({'K1'}, set(_names(self.receiver.requests(
+            self.queue, status=500))))
+        self.receiver.recover(self.queue)
+        for name in strategies:
+            path = '%s/%s' % (self.queue, name)
+            ok = self.delivered_once(path, 8)
+            names = _names(self.receiver.requests(path))
+            self.assertEqual(['K1', 'K2', 'K3'], _squeezed(
+                [n for n in names if n.startswith('K')]), name)
+            self.assertEqual(['K1', 'K2', 'K3'],
+                             [n for n in _names(ok) if n.startswith('K')],
+                             name)
+            self.assertEqual(['U1', 'U2'], sorted(
+                n for n in _names(ok) if n.startswith('U')), name)
+
+    def test_keys_of_a_queue_that_is_not_ordered_do_not_wait(self):
+        path = self.queue + '/plain'
+        self.subscribe(path)
+        self.receiver.fail(path, status=500,
+                           when=lambda doc: doc['body']['n'] == 'K1')
+        self.post_keyed(('K1', 'K'), ('K2', 'K'))
+        self.assertEqual(['K2'], _names(self.receiver.wait_for(
+            1, path, status=200)))
