@@ -273,8 +273,10 @@ def zaqar_overrides(keystone_url):
     return {
         'DEFAULT': {'auth_strategy': 'keystone'},
         'storage': {
-            'message_pipeline': 'zaqar_filtering.notifier',
+            'message_pipeline': 'zaqar_filtering.notifier, '
+                                'zaqar_filtering.ordering',
             'subscription_pipeline': 'zaqar_filtering.validation',
+            'claim_pipeline': 'zaqar_filtering.ordering',
         },
         'keystone_authtoken': dict(
             service_user,

@@ -128,9 +128,11 @@ class TestTempestRun(unittest.TestCase):
     def test_zaqar_runs_the_plugin_behind_keystone(self):
         overrides = tempest_run.zaqar_overrides('http://127.0.0.1:5000/v3')
         self.assertEqual('keystone', overrides['DEFAULT']['auth_strategy'])
-        self.assertEqual({'message_pipeline': 'zaqar_filtering.notifier',
+        self.assertEqual({'message_pipeline': 'zaqar_filtering.notifier, '
+                                              'zaqar_filtering.ordering',
                           'subscription_pipeline':
-                              'zaqar_filtering.validation'},
+                              'zaqar_filtering.validation',
+                          'claim_pipeline': 'zaqar_filtering.ordering'},
                          overrides['storage'])
         self.assertEqual('True', overrides['keystone_authtoken'][
             'service_token_roles_required'])

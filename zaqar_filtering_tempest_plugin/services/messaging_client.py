@@ -26,6 +26,16 @@ class FilteringMessagingClient(messaging_client.V2MessagingClient):
     ``title`` and ``description``.
     """
 
+    def create_queue(self, queue_name, metadata=None):
+        """Create a queue, with ``metadata`` if given; expect 201 or 204."""
+        if metadata is None:
+            return super().create_queue(queue_name)
+        uri = '{0}/queues/{1}'.format(self.uri_prefix, queue_name)
+        resp, body = self.put(uri, body=json.dumps(metadata),
+                              headers=self.headers)
+        self.expected_success([201, 204], resp.status)
+        return resp, body
+
     def update_subscription(self, queue_name, subscription_id, rbody):
         """Update a subscription; expect 204."""
         resp, body = super().update_subscription(queue_name,
