@@ -72,7 +72,8 @@ def serve(work, args, workers, parent_pid):
     :param work: a ``multiprocessing.Queue`` of what the server hands over:
         a wake-up call (new deliveries are in the ledger), a batch to
         deliver without the ledger (``(subscriptions, notifications,
-        retry_policy)``, while the ledger is unreachable), or None to stop.
+        retry_policy, project)``, while the ledger is unreachable), or None
+        to stop.
     :param args: the server's configuration files (:func:`config_args`).
     """
     conf = cfg.ConfigOpts()
@@ -98,9 +99,12 @@ def serve(work, args, workers, parent_pid):
 
     def handle(item):
         if isinstance(item, tuple):
-            subscriptions, notifications, retry_policy = item
+            subscriptions, notifications, retry_policy, project = item
             for subscription in subscriptions:
-                unrecorded.submit(tasks.execute, subscription,
+                # The tasks that deliver inside Zaqar (queue:) read the
+                # project from the subscription.
+                unrecorded.submit(tasks.execute,
+                                  dict(subscription, project=project),
                                   notifications,
                                   queue_retry_policy=retry_policy)
         dispatcher.wake()
@@ -133,11 +137,16 @@ class _Here:
     """Hands a delivery process's own posts to its dispatcher.
 
     What :class:`~zaqar_filtering.stages.sender.DeliveryProcess` is to a
-    server: ``put`` takes what a post hands over.
+    server: ``put`` takes what a post hands over, ``wake`` says that the
+    ledger has new deliveries.
     """
 
     def __init__(self, handle):
         self.put = handle
+
+    def wake(self):
+        """Look at the ledger now."""
+        self.put(None)
 
     def start(self):
         """Nothing to start: this is the delivery process."""

@@ -209,7 +209,7 @@ def _default_senders(conf, workers, timeout, store, start):
     senders.update(http=webhooks, https=webhooks)
     senders.pop(queue_task.SCHEME, None)
     if isinstance(webhooks, sender.LedgerSender):
-        senders[queue_task.SCHEME] = queue_task.QueueSender(webhooks)
+        senders[queue_task.SCHEME] = webhooks
     return senders
 
 

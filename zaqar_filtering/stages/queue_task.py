@@ -15,7 +15,8 @@
 A matching message becomes a message of queue NAME of the subscription's
 own project, with its body, ttl and filter fields. It goes through the
 delivery ledger like a webhook: the notifier records the delivery
-(:class:`QueueSender`), and the delivery process posts it with
+(:class:`~zaqar_filtering.stages.sender.LedgerSender`), and the delivery
+process posts it with
 :meth:`QueueTask.attempt` through Zaqar's storage pipeline, so the target
 queue's own subscriptions filter it again. A missing target queue, or one
 that refuses the message (larger than its ``_max_messages_post_size``, or
@@ -108,25 +109,6 @@ def message_of(notification):
         if field in notification:
             message[field] = notification[field]
     return message
-
-
-class QueueSender:
-    """Records ``queue:`` deliveries in the ledger, as webhooks are.
-
-    :param ledger_sender: the notifier's
-        :class:`~zaqar_filtering.stages.sender.LedgerSender`.
-    """
-
-    def __init__(self, ledger_sender):
-        self._sender = ledger_sender
-
-    def send(self, subscriptions, notifications, retry_policy, project=None):
-        """Record a delivery of each notification to each subscription."""
-        # While the ledger is unreachable the sender hands the
-        # subscriptions to the delivery process as they are: the project
-        # must travel with them.
-        self._sender.send([dict(s, project=project) for s in subscriptions],
-                          notifications, retry_policy, project=project)
 
 
 class QueueTask:

@@ -329,7 +329,7 @@ class LedgerSender(Sender):
                             'is back: %s', exc)
             self._unrecorded = True
             self.process.put((prepared.subscriptions, notifications,
-                              prepared.retry_policy))
+                              prepared.retry_policy, project))
             return
         if self._unrecorded:
             LOG.warning('The delivery ledger is back: webhook deliveries are '

@@ -132,12 +132,14 @@ class TestLedgerSender(unittest.TestCase):
         subscriptions = [subscription('a')]
         with self.assertLogs('zaqar_filtering.stages.sender',
                              'WARNING') as logs:
-            self.sender.send(subscriptions, [{'body': 1}], {'x': 1})
+            self.sender.send(subscriptions, [{'body': 1}], {'x': 1},
+                             project='p1')
             self.sender.send(subscriptions, [{'body': 2}], {})
             self.ledger.down = False
             self.sender.send(subscriptions, [{'body': 3}], {})
-        self.assertEqual([(subscriptions, [{'body': 1}], {'x': 1}),
-                          (subscriptions, [{'body': 2}], {}), 'wake'],
+        # The project travels with them: queue: deliveries need it.
+        self.assertEqual([(subscriptions, [{'body': 1}], {'x': 1}, 'p1'),
+                          (subscriptions, [{'body': 2}], {}, None), 'wake'],
                          self.process.items)
         self.assertEqual(1, len(self.ledger.recorded))
         self.assertEqual(2, len(logs.output))
