@@ -12,14 +12,15 @@
 
 """Posts the due deliveries of a ledger, and records how each went.
 
-A :class:`Dispatcher` claims no more deliveries than it has idle threads,
-so that nothing it holds a lease on waits in a queue of its own. Its
-threads only post; the outcomes they leave are recorded by its loop, many
-in one round trip, before it claims again.
+A :class:`Dispatcher` holds at most twice as many claimed deliveries as
+it has workers, and claims again once no more than ``workers`` are out,
+so claims come in batches. Its poster attempts them all at once: each
+post ends within twice the delivery timeout (a connection, then an
+answer), which the lease covers. The outcomes are recorded by the loop,
+many in one round trip, before it claims again.
 """
 
 import collections
-from concurrent import futures
 import json
 import random
 import threading
@@ -45,29 +46,29 @@ class Dispatcher:
     """Claims due deliveries and posts them on a thread pool.
 
     :param ledger: a :class:`~zaqar_filtering.delivery.ledger.Ledger`.
-    :param task: what posts: ``attempt(subscriber, body, headers,
-        project=...)`` returns None on success, else the error as text.
+    :param poster: makes the attempts: ``submit(deliveries, done)`` calls
+        ``done(delivery, error)`` for each, from any thread, with None on
+        success, the error as text, or the exception of an attempt that
+        failed unexpectedly; ``shutdown(wait)`` (see :class:`~zaqar_
+        filtering.delivery.poster.LoopPoster`).
     :param settings: the :class:`~zaqar_filtering.policy.retry.
         RetrySettings`.
-    :param workers: delivery threads.
+    :param workers: ``[notification] max_notifier_workers``: half the
+        deliveries held at most.
     :param lease_seconds: how long a claimed delivery stays leased.
     :param poll_seconds: longest wait between two looks at the ledger.
     :param report_seconds: seconds between two log lines of counts.
-    :param executor: runs the deliveries; a thread pool of ``workers``
-        threads by default.
     """
 
-    def __init__(self, ledger, task, settings, workers, lease_seconds,
-                 poll_seconds, report_seconds, executor=None):
+    def __init__(self, ledger, poster, settings, workers, lease_seconds,
+                 poll_seconds, report_seconds):
         self._ledger = ledger
-        self._task = task
+        self._poster = poster
         self._settings = settings
         self._workers = workers
         self._lease = lease_seconds
         self._poll = poll_seconds
         self._report_every = report_seconds
-        self._executor = executor or futures.ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix='zaqar-filtering-post')
         self._lock = threading.Lock()
         self._busy = 0
         self._outcomes = []
@@ -90,7 +91,7 @@ class Dispatcher:
                 self._wake.clear()
                 self._maybe_report()
         finally:
-            self._executor.shutdown(wait=True)
+            self._poster.shutdown(wait=True)
             try:
                 self._flush()
             except StoreUnavailable as exc:
@@ -100,7 +101,7 @@ class Dispatcher:
             self._report()
 
     def step(self):
-        """Record the outcomes left, then claim what idle threads can take.
+        """Record the outcomes left, then claim if few deliveries are out.
 
         :returns: seconds to wait before the next step.
         """
@@ -110,44 +111,47 @@ class Dispatcher:
             LOG.error('Cannot record webhook delivery outcomes: %s', exc)
             return max(self._poll, UNAVAILABLE_BACKOFF_SECONDS)
         with self._lock:
-            idle = self._workers - self._busy
-        if not idle:
+            room = 2 * self._workers - self._busy
+        if room < self._workers:
             return self._poll
         try:
-            claimed = self._ledger.claim(time.time(), idle, self._lease)
+            claimed = self._ledger.claim(time.time(), room, self._lease)
             next_due = None if claimed else self._ledger.next_due()
         except StoreUnavailable as exc:
             LOG.error('Cannot claim webhook deliveries: %s', exc)
             return max(self._poll, UNAVAILABLE_BACKOFF_SECONDS)
+        now = time.time()
+        due = [d for d in claimed if now < d.deadline]
         with self._lock:
-            self._busy += len(claimed)
-        for delivery in claimed:
-            self._executor.submit(self._deliver, delivery)
+            self._busy += len(due)
+            self._outcomes.extend(
+                base.Outcome(d, base.EXPIRED, NO_ATTEMPT, now=now)
+                for d in claimed if now >= d.deadline)
+        if due:
+            self._poster.submit(due, self._attempted)
         if claimed or next_due is None:
             return self._poll
         return min(self._poll, max(0.0, next_due - time.time()))
 
-    def _deliver(self, delivery):
-        try:
-            outcome = self._attempt(delivery)
-        except Exception:
-            LOG.exception('Delivery %s to %s failed unexpectedly; it is '
-                          'tried again when its lease ends', delivery.id,
-                          delivery.subscriber)
+    def _attempted(self, delivery, error):
+        if isinstance(error, Exception):
+            LOG.error('Delivery %s to %s failed unexpectedly; it is tried '
+                      'again when its lease ends', delivery.id,
+                      delivery.subscriber, exc_info=error)
             outcome = None
+        else:
+            outcome = self._outcome(delivery, error)
         with self._lock:
             if outcome is not None:
                 self._outcomes.append(outcome)
             self._busy -= 1
-        self._wake.set()
+            # Claim again once the poster may run out of work.
+            wake = self._busy <= self._workers
+        if wake and not self._wake.is_set():
+            self._wake.set()
 
-    def _attempt(self, delivery):
-        """Post unless the lifecycle ended; return the :class:`Outcome`."""
-        if time.time() >= delivery.deadline:
-            return base.Outcome(delivery, base.EXPIRED, NO_ATTEMPT,
-                                now=time.time())
-        error = self._task.attempt(delivery.subscriber, delivery.body,
-                                   delivery.headers, project=delivery.project)
+    def _outcome(self, delivery, error):
+        """Return the :class:`Outcome` of an attempt that ended so."""
         now = time.time()
         if error is None:
             return base.Outcome(delivery, base.DELIVERED, now=now)
@@ -160,7 +164,7 @@ class Dispatcher:
         return base.Outcome(delivery, RETRIED, error, now + delay, now)
 
     def _flush(self):
-        """Record the outcomes the threads left, in one call."""
+        """Record the outcomes left since the last call, in one call."""
         with self._lock:
             outcomes, self._outcomes = self._outcomes, []
         if not outcomes:

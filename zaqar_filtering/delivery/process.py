@@ -27,6 +27,7 @@ from oslo_log import log as logging
 from zaqar import bootstrap
 
 from zaqar_filtering.delivery.dispatcher import Dispatcher
+from zaqar_filtering.delivery.poster import LoopPoster
 from zaqar_filtering import opts
 from zaqar_filtering.stages import webhook
 from zaqar_filtering import store as policy_store
@@ -91,8 +92,9 @@ def serve(work, args, workers, parent_pid):
     tasks = webhook.load_tasks(conf[opts.GROUP_NAME].delivery_timeout_seconds,
                                conf)
     dispatcher = Dispatcher(
-        ledger, tasks, opts.retry_settings_from_conf(conf), workers,
-        group.lease_seconds, group.poll_seconds, group.report_seconds)
+        ledger, LoopPoster(tasks, workers),
+        opts.retry_settings_from_conf(conf), workers, group.lease_seconds,
+        group.poll_seconds, group.report_seconds)
     unrecorded = futures.ThreadPoolExecutor(
         max_workers=workers, thread_name_prefix='zaqar-filtering-unrecorded')
     stop = threading.Event()
@@ -127,8 +129,8 @@ def serve(work, args, workers, parent_pid):
     listener = threading.Thread(target=listen, name='zaqar-filtering-wake',
                                 daemon=True)
     listener.start()
-    LOG.info('Delivering webhooks from the %s with %d threads',
-             type(ledger).__name__, workers)
+    LOG.info('Delivering webhooks from the %s, up to %d at once',
+             type(ledger).__name__, 2 * workers)
     dispatcher.run(stop.is_set)
     unrecorded.shutdown(wait=True)
 

@@ -233,13 +233,12 @@ for _, id in ipairs(ids) do
     elseif ok then
       redis.call('ZADD', P .. 'due', ARGV[5], id)
       redis.call('HSET', ekey, 'tok', ARGV[6])
-      local row = redis.call('HGETALL', ekey)
-      local e = redis.call('HMGET', ekey, 'bid', 'body')
-      table.insert(row, 'id')
-      table.insert(row, id)
-      table.insert(row, 'text')
-      table.insert(row, redis.call('HGET', P .. 'batch.' .. e[1], e[2]))
-      table.insert(out, row)
+      local e = redis.call('HMGET', ekey, 'url', 'st', 'pol', 'hdr', 'pub',
+                           'dl', 'a', 'bid', 'body')
+      e[8] = redis.call('HGET', P .. 'batch.' .. e[8], e[9])
+      e[9] = k
+      table.insert(e, 1, id)
+      table.insert(out, e)
     else
       local score = redis.call('ZSCORE', P .. 'due', id)
       redis.call('ZREM', P .. 'due', id)
@@ -247,64 +246,84 @@ for _, id in ipairs(ids) do
     end
   end
 end
-return out
+-- One string the client decodes at once (cjson writes {} for no rows).
+if #out == 0 then
+  return '[]'
+end
+return cjson.encode(out)
 """
 
-_RETRY = """
-local P, id = ARGV[1], ARGV[2]
-local ekey = P .. 'e.' .. id
-local f = redis.call('HMGET', ekey, 'k', 'tok', 'a', 'st')
-if not f[1] or f[2] ~= ARGV[3] then
-  return 0
+_RECORD = _COMMON + """
+-- Counts a failed attempt of delivery id, due again at due.
+local function retry(id, tok, due, err, now)
+  local ekey = P .. 'e.' .. id
+  local f = redis.call('HMGET', ekey, 'k', 'tok', 'a', 'st')
+  if not f[1] or f[2] ~= tok then
+    return 0
+  end
+  local k = f[1]
+  local attempts = tonumber(f[3]) + 1
+  redis.call('HSET', ekey, 'a', attempts, 'tok', '')
+  redis.call('ZADD', P .. 'due', due, id)
+  local skey = P .. 's.' .. k
+  if attempts == 1 then
+    redis.call('HINCRBY', skey, 'retrying', 1)
+  end
+  redis.call('HSET', skey, 'err', err, 'err_at', now)
+  if f[4] == 'exponential_decay' and attempts >= 2 then
+    redis.call('SET', P .. 'b.' .. k, id, 'NX')
+  end
+  return 1
 end
-local k = f[1]
-local attempts = tonumber(f[3]) + 1
-redis.call('HSET', ekey, 'a', attempts, 'tok', '')
-redis.call('ZADD', P .. 'due', ARGV[4], id)
-local skey = P .. 's.' .. k
-if attempts == 1 then
-  redis.call('HINCRBY', skey, 'retrying', 1)
-end
-redis.call('HSET', skey, 'err', ARGV[5], 'err_at', ARGV[6])
-if f[4] == 'exponential_decay' and attempts >= 2 then
-  redis.call('SET', P .. 'b.' .. k, id, 'NX')
-end
-return 1
-"""
 
-_FINISH = _COMMON + """
-local id = ARGV[2]
-local ekey = P .. 'e.' .. id
-local f = redis.call('HMGET', ekey, 'k', 'tok', 'a', 'bid', 'ok')
-if not f[1] or f[2] ~= ARGV[3] then
-  return 0
+-- Removes delivery id, counted under outcome.
+local function finish(id, tok, outcome, err, now)
+  local ekey = P .. 'e.' .. id
+  local f = redis.call('HMGET', ekey, 'k', 'tok', 'a', 'bid', 'ok')
+  if not f[1] or f[2] ~= tok then
+    return 0
+  end
+  local k = f[1]
+  redis.call('DEL', ekey)
+  release(f[4])
+  redis.call('ZREM', P .. 'due', id)
+  redis.call('ZREM', P .. 'q.' .. k, id)
+  if f[5] then
+    redis.call('ZREM', keyed(k, f[5]), id)
+    unpark_key(k, f[5])
+  end
+  local skey = P .. 's.' .. k
+  redis.call('HINCRBY', skey, outcome, 1)
+  if tonumber(f[3]) > 0 then
+    redis.call('HINCRBY', skey, 'retrying', -1)
+  end
+  if err ~= '' then
+    redis.call('HSET', skey, 'err', err, 'err_at', now)
+  end
+  local bkey = P .. 'b.' .. k
+  local blocker = redis.call('GET', bkey)
+  if blocker == id then
+    redis.call('DEL', bkey)
+    unpark(k, true)
+  elseif not blocker then
+    unpark(k, false)
+  end
+  return 1
 end
-local k = f[1]
-redis.call('DEL', ekey)
-release(f[4])
-redis.call('ZREM', P .. 'due', id)
-redis.call('ZREM', P .. 'q.' .. k, id)
-if f[5] then
-  redis.call('ZREM', keyed(k, f[5]), id)
-  unpark_key(k, f[5])
+
+-- ARGV[2]: the outcomes, [[id, token, event, due, error, now]].
+-- Returns a '1' (recorded) or '0' (lease lost) per outcome.
+local kept = {}
+for _, o in ipairs(cjson.decode(ARGV[2])) do
+  local done
+  if o[3] == 'retried' then
+    done = retry(o[1], o[2], o[4], o[5], o[6])
+  else
+    done = finish(o[1], o[2], o[3], o[5], o[6])
+  end
+  table.insert(kept, done)
 end
-local skey = P .. 's.' .. k
-redis.call('HINCRBY', skey, ARGV[4], 1)
-if tonumber(f[3]) > 0 then
-  redis.call('HINCRBY', skey, 'retrying', -1)
-end
-if ARGV[5] ~= '' then
-  redis.call('HSET', skey, 'err', ARGV[5], 'err_at', ARGV[6])
-end
-local bkey = P .. 'b.' .. k
-local blocker = redis.call('GET', bkey)
-if blocker == id then
-  redis.call('DEL', bkey)
-  unpark(k, true)
-elseif not blocker then
-  unpark(k, false)
-end
-return 1
+return table.concat(kept)
 """
 
 _FORGET = _COMMON + """
@@ -375,8 +394,7 @@ class RedisLedger(base.Ledger):
         self._errors = (redis.exceptions.ConnectionError,
                         redis.exceptions.TimeoutError)
         self._claim = client.register_script(_CLAIM)
-        self._retry = client.register_script(_RETRY)
-        self._finish = client.register_script(_FINISH)
+        self._record = client.register_script(_RECORD)
         self._forget = client.register_script(_FORGET)
 
     def _call(self, function, *args, **kwargs):
@@ -423,33 +441,29 @@ class RedisLedger(base.Ledger):
         rows = self._call(self._claim, args=[
             PREFIX, CHUNKS_PER_CLAIM, repr(now), limit,
             repr(now + lease_seconds), token, SCAN_FACTOR])
-        return [_delivery(row) for row in rows]
+        decoded = _Decoded()
+        return [decoded.delivery(row, token) for row in json.loads(rows)]
 
     def retry(self, delivery, due, error, now):
-        return bool(self._call(self._retry, args=[
-            PREFIX, delivery.id, delivery.token, repr(due), error,
-            repr(now)]))
+        return self.record([base.Outcome(delivery, base.RETRIED, error, due,
+                                         now)])[0]
 
     def finish(self, delivery, outcome, error, now):
-        _check_outcome(outcome)
-        return bool(self._call(self._finish, args=[
-            PREFIX, delivery.id, delivery.token, outcome, error or '',
-            repr(now)]))
+        return self.record([base.Outcome(delivery, outcome, error,
+                                         now=now)])[0]
 
     def record(self, outcomes):
-        # One round trip for many outcomes.
-        pipe = self._client.pipeline(transaction=False)
+        # One script call for many outcomes.
+        rows = []
         for o in outcomes:
-            if o.event == base.RETRIED:
-                self._retry(args=[PREFIX, o.delivery.id, o.delivery.token,
-                                  repr(o.due), o.error, repr(o.now)],
-                            client=pipe)
-            else:
+            if o.event != base.RETRIED:
                 _check_outcome(o.event)
-                self._finish(args=[PREFIX, o.delivery.id, o.delivery.token,
-                                   o.event, o.error or '', repr(o.now)],
-                             client=pipe)
-        return [bool(kept) for kept in self._call(pipe.execute)]
+            rows.append((str(o.delivery.id), o.delivery.token, o.event,
+                         repr(o.due), o.error or '', repr(o.now)))
+        if not rows:
+            return []
+        kept = self._call(self._record, args=[PREFIX, json.dumps(rows)])
+        return [flag == '1' for flag in _text(kept)]
 
     def next_due(self):
         pipe = self._client.pipeline(transaction=False)
@@ -508,14 +522,27 @@ def _check_outcome(outcome):
                          % (', '.join(base.OUTCOMES), outcome))
 
 
-def _delivery(row):
-    fields = dict(zip((_text(k) for k in row[0::2]),
-                      (_text(v) for v in row[1::2])))
-    queue, sub_id, project = fields['k'].split('/', 2)
-    return base.Delivery(
-        id=int(fields['id']), project=project or None, queue=queue,
-        subscription_id=sub_id, subscriber=fields['url'],
-        headers=json.loads(fields['hdr']), strategy=fields['st'],
-        policy=json.loads(fields['pol']), published=float(fields['pub']),
-        deadline=float(fields['dl']), body=fields['text'],
-        attempts=int(fields['a']), token=fields['tok'])
+class _Decoded:
+    """Builds the deliveries of one claim, decoding shared JSON once."""
+
+    def __init__(self):
+        self._json = {}
+
+    def _load(self, text):
+        value = self._json.get(text)
+        if value is None:
+            value = self._json[text] = json.loads(text)
+        return value
+
+    def delivery(self, row, token):
+        """Return the :class:`Delivery` of a row of the claim script."""
+        (id_, url, strategy, policy, headers, published, deadline, attempts,
+         body, key) = row
+        queue, sub_id, project = key.split('/', 2)
+        return base.Delivery(
+            id=int(id_), project=project or None, queue=queue,
+            subscription_id=sub_id, subscriber=url,
+            headers=dict(self._load(headers)), strategy=strategy,
+            policy=self._load(policy), published=float(published),
+            deadline=float(deadline), body=body, attempts=int(attempts),
+            token=token)

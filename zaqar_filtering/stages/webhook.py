@@ -13,24 +13,26 @@
 """Webhook delivery with keep-alive connections and timeouts.
 
 Registered as the ``http`` and ``https`` tasks of the
-``zaqar_filtering.notification.tasks`` namespace. :meth:`WebhookTask.
-attempt` posts once and counts any non-2xx answer as a failure; the
-delivery ledger's dispatcher retries per the subscription's notify
-strategy (:mod:`zaqar_filtering.delivery`).
+``zaqar_filtering.notification.tasks`` namespace.
+:meth:`WebhookTask.attempt_async` posts once, on the delivery process's
+event loop (:mod:`zaqar_filtering.delivery.http_client`), and counts any
+non-2xx answer as a failure; the delivery ledger's dispatcher retries per
+the subscription's notify strategy (:mod:`zaqar_filtering.delivery`).
 
 Zaqar's own webhook task posts with a new connection and no timeout for
-every message, and mutates the messages it sends. This task keeps its
-retry schedule (the subscription's or the queue's ``_retry_policy``) and
-its payload, ``post_data`` and ``post_headers`` handling, but posts over
-persistent ``http.client`` connections kept per delivery thread, always
-with a timeout, on copies of the messages. It retries a request that
-failed or got a 5xx answer, which is what the stock task means to do.
-(``http.client`` costs a tenth of the CPU time of ``requests`` per post,
-which bounds how many webhooks a delivery process sends per second.)
+every message, and mutates the messages it sends. :meth:`WebhookTask.
+execute`, Zaqar's task interface for stores without a delivery ledger,
+keeps its retry schedule (the subscription's or the queue's
+``_retry_policy``) and its payload, ``post_data`` and ``post_headers``
+handling, but posts over persistent ``http.client`` connections kept per
+thread (it runs in Zaqar's notifier threads), always with a timeout, on
+copies of the messages. It retries a request that failed or got a 5xx
+answer, which is what the stock task means to do.
 """
 
 import base64
 import collections
+import functools
 import http.client
 import ssl
 import threading
@@ -40,6 +42,8 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 import stevedore
 from zaqar.notification.tasks import webhook
+
+from zaqar_filtering.delivery import http_client
 
 LOG = logging.getLogger(__name__)
 
@@ -88,6 +92,7 @@ class WebhookTask(webhook.WebhookTask):
         self._timeout = timeout
         self._local = threading.local()
         self._tls = ssl.create_default_context()
+        self._client = None
 
     def execute(self, subscription, messages, headers=None, **kwargs):
         """Post each message; retry per the retry policy on failure.
@@ -105,15 +110,30 @@ class WebhookTask(webhook.WebhookTask):
                                  subscription['subscriber'], data,
                                  post_headers)
 
-    def attempt(self, subscriber, data, headers, project=None):
-        """Post once; return None on a 2xx answer, else what went wrong."""
+    async def attempt_async(self, subscriber, data, headers, project=None):
+        """Post once; return None on a 2xx answer, else what went wrong.
+
+        On the running event loop, over connections kept per origin.
+        """
         try:
-            status = self._request(subscriber, data.encode('utf-8'), headers)
-        except (OSError, http.client.HTTPException, ValueError) as exc:
+            (scheme, host, port, netloc), target, auth = _target(subscriber)
+            if auth:
+                headers = dict(headers, Authorization=auth)
+            if self._client is None:
+                self._client = http_client.Client(self._timeout, self._tls)
+            status = await self._client.post(
+                (scheme, host, port), target, netloc, data.encode('utf-8'),
+                headers)
+        except (OSError, http_client.ProtocolError, ValueError) as exc:
             return '%s: %s' % (type(exc).__name__, exc or repr(exc))
         if 200 <= status < 300:
             return None
         return 'HTTP %d' % status
+
+    async def close_async(self):
+        """Close the connections :meth:`attempt_async` keeps."""
+        if self._client is not None:
+            self._client.close()
 
     def _post_request_success(self, subscriber, data, headers):
         # Called by the inherited retry schedule.
@@ -140,16 +160,10 @@ class WebhookTask(webhook.WebhookTask):
         return True
 
     def _request(self, subscriber, body, headers):
-        url = urllib_parse.urlsplit(subscriber)
-        if url.scheme not in ('http', 'https') or not url.hostname:
-            raise ValueError('not an http(s) URL: %s' % subscriber)
-        path = (url.path or '/') + ('?' + url.query if url.query else '')
-        if url.username is not None:
-            credentials = '%s:%s' % (urllib_parse.unquote(url.username),
-                                     urllib_parse.unquote(url.password or ''))
-            headers = dict(headers, Authorization='Basic ' + base64.b64encode(
-                credentials.encode('utf-8')).decode('ascii'))
-        key = (url.scheme, url.hostname, url.port)
+        (scheme, host, port, _), path, auth = _target(subscriber)
+        if auth:
+            headers = dict(headers, Authorization=auth)
+        key = (scheme, host, port)
         connection, reused = self._connection(key)
         try:
             connection.request('POST', path, body=body, headers=headers)
@@ -196,13 +210,45 @@ class WebhookTask(webhook.WebhookTask):
             connection.close()
 
 
+@functools.lru_cache(maxsize=16384)
+def _target(subscriber):
+    """Return ``((scheme, host, port, netloc), target, authorization)``.
+
+    :raises ValueError: not an http(s) URL.
+    """
+    url = urllib_parse.urlsplit(subscriber)
+    if url.scheme not in ('http', 'https') or not url.hostname:
+        raise ValueError('not an http(s) URL: %s' % subscriber)
+    target = (url.path or '/') + ('?' + url.query if url.query else '')
+    auth = None
+    if url.username is not None:
+        credentials = '%s:%s' % (urllib_parse.unquote(url.username),
+                                 urllib_parse.unquote(url.password or ''))
+        auth = 'Basic ' + base64.b64encode(
+            credentials.encode('utf-8')).decode('ascii')
+    netloc = url.netloc.rpartition('@')[2]
+    return (url.scheme, url.hostname, url.port, netloc), target, auth
+
+
 class SchemeTasks:
-    """The tasks of :data:`TASKS_NAMESPACE`, each for its URI scheme."""
+    """The tasks of :data:`TASKS_NAMESPACE`, each for its URI scheme.
+
+    A task attempts one delivery with ``attempt_async`` (a coroutine, on
+    the delivery process's event loop) or ``attempt`` (which may block);
+    either takes ``(subscriber, data, headers, project=None)`` and
+    returns None on success, else what went wrong as text. ``project`` is
+    the subscription's, for the tasks that deliver inside Zaqar
+    (``queue:``).
+    """
 
     def __init__(self, tasks):
         self._tasks = tasks
 
-    def _task(self, subscriber):
+    def task_for(self, subscriber):
+        """Return the task of the subscriber's scheme.
+
+        :raises ValueError: no task has that scheme.
+        """
         scheme = urllib_parse.urlsplit(subscriber).scheme
         try:
             return self._tasks[scheme]
@@ -210,22 +256,15 @@ class SchemeTasks:
             raise ValueError('no delivery task for the scheme %r of %s in '
                              '%s' % (scheme, subscriber, TASKS_NAMESPACE))
 
-    def attempt(self, subscriber, data, headers, project=None):
-        """Post once with the subscriber's task (see WebhookTask.attempt).
-
-        :param project: the project of the subscription, for the tasks
-            that deliver inside Zaqar (``queue:``).
-        """
-        try:
-            task = self._task(subscriber)
-        except ValueError as exc:
-            return str(exc)
-        return task.attempt(subscriber, data, headers, project=project)
+    def all(self):
+        """Return each task once."""
+        return list({id(task): task for task in self._tasks.values()}
+                    .values())
 
     def execute(self, subscription, messages, **kwargs):
         """Deliver with retries (see WebhookTask.execute)."""
-        self._task(subscription['subscriber']).execute(subscription,
-                                                       messages, **kwargs)
+        self.task_for(subscription['subscriber']).execute(
+            subscription, messages, **kwargs)
 
 
 def load_tasks(timeout, conf=None):

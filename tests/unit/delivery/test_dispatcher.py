@@ -30,11 +30,20 @@ FAST = retry.RetrySettings(backoff_retries=2, backoff_min_seconds=0.01,
                            decay_first_seconds=60, decay_max_seconds=60)
 
 
-class InlineExecutor:
-    """Runs each delivery as it is submitted."""
+class InlinePoster:
+    """Attempts each delivery with ``task`` as it is submitted."""
 
-    def submit(self, function, *args):
-        function(*args)
+    def __init__(self, task):
+        self.task = task
+
+    def submit(self, deliveries, done):
+        for d in deliveries:
+            try:
+                error = self.task.attempt(d.subscriber, d.body, d.headers,
+                                          project=d.project)
+            except Exception as exc:
+                error = exc
+            done(d, error)
 
     def shutdown(self, wait=True):
         pass
@@ -66,9 +75,9 @@ class TestDispatcher(unittest.TestCase):
         self.ledger = MongoLedger(mongomock.MongoClient(tz_aware=True).db)
 
     def dispatcher(self, task, settings=FAST, ledger=None):
-        return Dispatcher(ledger or self.ledger, task, settings, workers=4,
-                          lease_seconds=30, poll_seconds=0.5,
-                          report_seconds=60, executor=InlineExecutor())
+        return Dispatcher(ledger or self.ledger, InlinePoster(task),
+                          settings, workers=4, lease_seconds=30,
+                          poll_seconds=0.5, report_seconds=60)
 
     def test_outcomes_are_recorded_by_the_next_step(self):
         self.enqueue(bodies=('a', 'b'))
