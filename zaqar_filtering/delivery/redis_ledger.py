@@ -143,6 +143,16 @@ local function spread(chunks)
       local counts = cjson.decode(b[5])
       local keys = b[6] and cjson.decode(b[6])
       local spread_now = 0
+      -- Targets share a few headers and policies: read each once.
+      local shared = {}
+      local function field(name)
+        local value = shared[name]
+        if not value then
+          value = redis.call('HGET', bkey, name)
+          shared[name] = value
+        end
+        return value
+      end
       for _, t in ipairs(cjson.decode(chunk)) do
         local sid, url, st = t[1], t[2], t[3]
         local k = queue .. '/' .. sid .. '/' .. project
@@ -157,8 +167,8 @@ local function spread(chunks)
         elseif st == 'exponential_decay' then
           waits = redis.call('EXISTS', P .. 'b.' .. k) == 1
         end
-        local hdr = redis.call('HGET', bkey, 'h' .. t[5])
-        local pol = redis.call('HGET', bkey, 'o' .. t[6])
+        local hdr = field('h' .. t[5])
+        local pol = field('o' .. t[6])
         local last = redis.call('INCRBY', P .. 'seq', count)
         if count > 0 then
           redis.call('SADD', P .. 'subs', k)
@@ -210,7 +220,8 @@ for _, id in ipairs(ids) do
     break
   end
   local ekey = P .. 'e.' .. id
-  local f = redis.call('HMGET', ekey, 'k', 'st', 'ok')
+  local f = redis.call('HMGET', ekey, 'k', 'st', 'ok', 'url', 'pol', 'hdr',
+                       'pub', 'dl', 'a', 'bid', 'body')
   local k, st, okey = f[1], f[2], f[3]
   if not k then
     redis.call('ZREM', P .. 'due', id)
@@ -233,12 +244,9 @@ for _, id in ipairs(ids) do
     elseif ok then
       redis.call('ZADD', P .. 'due', ARGV[5], id)
       redis.call('HSET', ekey, 'tok', ARGV[6])
-      local e = redis.call('HMGET', ekey, 'url', 'st', 'pol', 'hdr', 'pub',
-                           'dl', 'a', 'bid', 'body')
-      e[8] = redis.call('HGET', P .. 'batch.' .. e[8], e[9])
-      e[9] = k
-      table.insert(e, 1, id)
-      table.insert(out, e)
+      table.insert(out, {id, f[4], st, f[5], f[6], f[7], f[8], f[9],
+                         redis.call('HGET', P .. 'batch.' .. f[10], f[11]),
+                         k})
     else
       local score = redis.call('ZSCORE', P .. 'due', id)
       redis.call('ZREM', P .. 'due', id)
