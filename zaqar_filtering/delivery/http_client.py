@@ -25,6 +25,12 @@ import collections
 
 #: Idle connections kept, over all origins; the least recently used go.
 IDLE_CONNECTIONS = 256
+#: Connections to one origin that a client keeps open at most (as many as
+#: the stock notifier's threads).
+CONNECTIONS_PER_ORIGIN = 10
+#: New connections to one origin that have not answered yet, at most: the
+#: pace at which a client opens connections follows the server's.
+CONNECTS_PER_ORIGIN = 2
 #: The longest status line and headers accepted.
 MAX_HEAD_BYTES = 65536
 
@@ -75,6 +81,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self):
         self.transport = None
         self.closed = False
+        self.new = False
         self._answer = None
         self._buffer = bytearray()
         self._state = None
@@ -228,18 +235,54 @@ class _Connection(asyncio.Protocol):
             self._answer.set_result((self._status, self._keep))
 
 
+class _Pool:
+    """The idle connections to one origin, and the posts waiting for one."""
+
+    __slots__ = ('idle', 'open', 'connecting', 'waiters')
+
+    def __init__(self):
+        self.idle = []
+        self.open = 0           # idle, in use or being opened
+        self.connecting = 0     # being opened, or not answered yet
+        self.waiters = collections.deque()
+
+    def unused(self):
+        return not (self.open or self.waiters)
+
+    def closed(self, connection):
+        """Close a connection of the pool, and let a waiting post open one."""
+        connection.close()
+        self.open -= 1
+        self.wake()
+
+    def wake(self):
+        """Let the longest waiting post look again."""
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+
 class Client:
     """POSTs over connections kept per origin, on the running loop.
 
-    :param timeout: seconds to wait for a connection, and then for the
-        whole answer.
+    A post takes an idle connection to its origin, or opens one: at most
+    :data:`CONNECTIONS_PER_ORIGIN`, and a new one only while fewer than
+    :data:`CONNECTS_PER_ORIGIN` new ones have not answered yet, so that a
+    fan-out does not overflow a small server's accept backlog (which
+    drops connections for a second). The other posts wait for a
+    connection to come back or for their turn to open one.
+
+    :param timeout: seconds to wait for a connection (waiting for a turn
+        included), and then for the whole answer.
     :param ssl_context: for ``https``.
     """
 
     def __init__(self, timeout, ssl_context):
         self._timeout = timeout
         self._ssl = ssl_context
-        self._idle = collections.OrderedDict()   # origin -> [connection]
+        self._pools = collections.OrderedDict()  # least recently used first
         self._idle_count = 0
 
     async def post(self, origin, target, host, body, headers):
@@ -249,86 +292,121 @@ class Client:
         :param target: the request target (path and query).
         :param host: the ``Host`` header.
         :raises OSError: no connection, or it failed; ``TimeoutError``
-            when an answer took longer than the timeout.
+            when a connection or an answer took longer than the timeout.
         :raises ProtocolError: the answer is not HTTP/1.x.
         :raises ValueError: a header cannot be sent.
         """
         data = request_head('POST', target, host, headers, len(body)) + body
-        connection = self._take(origin)
-        if connection is not None:
+        connection, reused = await self._acquire(origin, fresh=False)
+        if reused:
             try:
                 return await self._exchange(origin, connection, data)
             except StaleConnection:
-                pass    # closed by the peer meanwhile: once more, anew
-        connection = await self._connect(origin)
+                # Closed by the peer meanwhile: once more, anew.
+                connection, _ = await self._acquire(origin, fresh=True)
         return await self._exchange(origin, connection, data)
 
     def close(self):
         """Close the idle connections."""
-        for connections in self._idle.values():
-            for connection in connections:
-                connection.close()
-        self._idle.clear()
+        for pool in self._pools.values():
+            while pool.idle:
+                pool.closed(pool.idle.pop())
         self._idle_count = 0
 
-    async def _connect(self, origin):
+    def _pool(self, origin):
+        pool = self._pools.get(origin)
+        if pool is None:
+            pool = self._pools[origin] = _Pool()
+        else:
+            self._pools.move_to_end(origin)
+        return pool
+
+    async def _acquire(self, origin, fresh):
+        """Return an open connection, and whether it was kept alive."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
+        pool = self._pool(origin)
+        while True:
+            while pool.idle and not fresh:
+                connection = pool.idle.pop()
+                self._idle_count -= 1
+                if not connection.closed:
+                    return connection, True
+                pool.closed(connection)
+            if (pool.open < CONNECTIONS_PER_ORIGIN
+                    and pool.connecting < CONNECTS_PER_ORIGIN):
+                return await self._connect(origin, pool, deadline), False
+            waiter = loop.create_future()
+            pool.waiters.append(waiter)
+            late = loop.call_at(deadline, _expire, waiter,
+                                'no connection in %s s' % self._timeout)
+            try:
+                await waiter
+            finally:
+                late.cancel()
+
+    async def _connect(self, origin, pool, deadline):
         scheme, hostname, port = origin
         loop = asyncio.get_running_loop()
         tls = self._ssl if scheme == 'https' else None
+        pool.open += 1
+        pool.connecting += 1
         try:
             _, connection = await asyncio.wait_for(loop.create_connection(
                 _Connection, hostname,
                 port or (443 if scheme == 'https' else 80), ssl=tls,
-                server_hostname=hostname if tls else None), self._timeout)
-        except asyncio.TimeoutError:
-            raise TimeoutError('no connection in %s s' % self._timeout)
+                server_hostname=hostname if tls else None),
+                max(0.0, deadline - loop.time()))
+        except BaseException as exc:
+            pool.open -= 1
+            pool.connecting -= 1
+            pool.wake()
+            if isinstance(exc, asyncio.TimeoutError):
+                raise TimeoutError('timed out: no connection in %s s'
+                                   % self._timeout) from None
+            raise
+        connection.new = True
         return connection
 
     async def _exchange(self, origin, connection, data):
         loop = asyncio.get_running_loop()
         answer = connection.send(data, loop)
-        late = loop.call_later(self._timeout, _expire, answer, self._timeout)
+        late = loop.call_later(self._timeout, _expire, answer,
+                               'no answer in %s s' % self._timeout)
         try:
             status, keep = await answer
         except BaseException:
-            connection.close()
+            self._pool(origin).closed(connection)
             raise
         finally:
             late.cancel()
+            if connection.new:
+                connection.new = False
+                pool = self._pool(origin)
+                pool.connecting -= 1
+                pool.wake()
         if keep and not connection.closed:
             self._give_back(origin, connection)
         else:
-            connection.close()
+            self._pool(origin).closed(connection)
         return status
 
-    def _take(self, origin):
-        connections = self._idle.get(origin)
-        found = None
-        while connections and found is None:
-            connection = connections.pop()
-            self._idle_count -= 1
-            if not connection.closed:
-                found = connection
-        if connections is not None and not connections:
-            del self._idle[origin]
-        return found
-
     def _give_back(self, origin, connection):
-        connections = self._idle.get(origin)
-        if connections is None:
-            connections = self._idle[origin] = []
-        else:
-            self._idle.move_to_end(origin)
-        connections.append(connection)
+        pool = self._pool(origin)
+        pool.idle.append(connection)
         self._idle_count += 1
+        pool.wake()
         while self._idle_count > IDLE_CONNECTIONS:
-            oldest, kept = next(iter(self._idle.items()))
-            kept.pop(0).close()
+            oldest = next(pool for pool in self._pools.values()
+                          if pool.idle)
+            oldest.closed(oldest.idle.pop(0))
             self._idle_count -= 1
-            if not kept:
-                del self._idle[oldest]
+        if len(self._pools) > 2 * IDLE_CONNECTIONS:
+            for origin in [origin for origin, pool in self._pools.items()
+                           if pool.unused()]:
+                del self._pools[origin]
 
 
-def _expire(answer, timeout):
-    if not answer.done():
-        answer.set_exception(TimeoutError('no answer in %s s' % timeout))
+def _expire(future, what):
+    if not future.done():
+        future.set_exception(TimeoutError('timed out: ' + what))
