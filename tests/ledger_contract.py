@@ -353,29 +353,87 @@ class LedgerContract:
         [k2] = self.claim(NOW + 1)
         self.assertEqual(('s2', 'k2'), (k2.subscription_id, k2.body))
 
-    def test_keys_under_backoff_keep_the_subscribers_order(self):
-        self.ledger.enqueue(keyed(('a1', 'a'), ('b1', 'b'), ('a2', 'a'),
-                                  strategy=retry.BACKOFF))
-        for body in ('a1', 'b1', 'a2'):
-            [delivery] = self.claim()
-            self.assertEqual(body, delivery.body)
-            self.ledger.finish(delivery, base.DELIVERED, None, NOW)
-        self.assertEqual([], self.claim())
+    def test_a_failing_key_delays_only_its_own_later_deliveries(self):
+        for strategy in (retry.ZAQAR, retry.BACKOFF, retry.EXPONENTIAL_DECAY):
+            self.ledger = self.make_ledger()
+            self.ledger.enqueue(keyed(('k1', 'k'), ('j1', 'j'), ('u1', None),
+                                      ('k2', 'k'), ('j2', 'j'), ('u2', None),
+                                      strategy=strategy))
+            claimed = {d.body: d for d in self.claim()}
+            # Without a key, backoff still goes one at a time.
+            unkeyed = ['u1'] if strategy == retry.BACKOFF else ['u1', 'u2']
+            self.assertEqual(['j1', 'k1'] + unkeyed, sorted(claimed),
+                             strategy)
+            self.ledger.retry(claimed.pop('k1'), NOW + 1, 'HTTP 500', NOW)
+            for delivery in claimed.values():
+                self.ledger.finish(delivery, base.DELIVERED, None, NOW)
+            claimed = {d.body: d for d in self.claim(NOW + 1)}
+            self.assertEqual(['j2', 'k1'] + ['u1', 'u2'][len(unkeyed):],
+                             sorted(claimed), strategy)
+            # A second failure: exponential_decay would block a subscriber
+            # for a delivery without a key; k only waits for k1.
+            self.ledger.retry(claimed.pop('k1'), NOW + 9, 'HTTP 500', NOW + 1)
+            for delivery in claimed.values():
+                self.ledger.finish(delivery, base.DELIVERED, None, NOW + 1)
+            self.ledger.enqueue(keyed(('j3', 'j'), ('k3', 'k'), ('u3', None),
+                                      published=NOW + 1, strategy=strategy))
+            claimed = self.claim(NOW + 2)
+            self.assertEqual(['j3', 'u3'], self.bodies(claimed), strategy)
+            [stats] = self.ledger.stats()
+            self.assertEqual((5, 1), (stats.pending, stats.retrying),
+                             strategy)
+            for delivery in claimed:
+                self.ledger.finish(delivery, base.DELIVERED, None, NOW + 2)
+            self.assertEqual([], self.claim(NOW + 8), strategy)
+            # k1 goes (delivered, or dropped after backoff's retries): k2,
+            # then k3, follow in order.
+            [k1] = self.claim(NOW + 9)
+            self.assertEqual('k1', k1.body, strategy)
+            self.ledger.finish(k1, base.DROPPED if strategy == retry.BACKOFF
+                               else base.DELIVERED, 'HTTP 500', NOW + 9)
+            for body in ('k2', 'k3'):
+                [delivery] = self.claim(NOW + 9)
+                self.assertEqual(body, delivery.body, strategy)
+                self.ledger.finish(delivery, base.DELIVERED, None, NOW + 9)
+            self.assertIsNone(self.ledger.next_due(), strategy)
 
-    def test_a_blocked_subscriber_unblocks_only_the_heads_of_keys(self):
-        self.ledger.enqueue(keyed(('a1', 'a'), ('b1', 'b'), ('b2', 'b'),
+    def test_backoff_orders_deliveries_without_a_key_among_themselves(self):
+        self.ledger.enqueue(keyed(('u1', None), ('k1', 'k'), ('u2', None),
+                                  ('j1', 'j'), strategy=retry.BACKOFF))
+        claimed = {d.body: d for d in self.claim()}
+        self.assertEqual(['j1', 'k1', 'u1'], sorted(claimed))
+        self.ledger.retry(claimed['u1'], NOW + 1, 'HTTP 500', NOW)
+        self.ledger.finish(claimed['k1'], base.DELIVERED, None, NOW)
+        self.ledger.enqueue(keyed(('k2', 'k'), ('u3', None),
+                                  strategy=retry.BACKOFF))
+        # u2 and u3 wait behind the retried u1; the key does not.
+        self.assertEqual(['k2'], self.bodies(self.claim()))
+        for body in ('u1', 'u2', 'u3'):
+            [delivery] = self.claim(NOW + 1)
+            self.assertEqual(body, delivery.body)
+            self.ledger.finish(delivery, base.DELIVERED, None, NOW + 1)
+
+    def test_decay_blocks_deliveries_without_a_key_not_the_keys(self):
+        self.ledger.enqueue(keyed(('u1', None), ('u2', None), ('k1', 'k'),
                                   strategy=retry.EXPONENTIAL_DECAY))
-        a1, b1 = self.claim()
-        self.ledger.retry(a1, NOW + 1, 'HTTP 500', NOW)
-        self.ledger.retry(b1, NOW + 1, 'HTTP 500', NOW)
-        a1, b1 = self.claim(NOW + 1)
-        # b1's second failure blocks the subscriber; then it goes through.
-        self.ledger.retry(b1, NOW + 2, 'HTTP 500', NOW + 1)
-        self.ledger.retry(a1, NOW + 2, 'HTTP 500', NOW + 1)
-        blocker, = self.claim(NOW + 2)
-        self.assertEqual('b1', blocker.body)
-        self.ledger.finish(blocker, base.DELIVERED, None, NOW + 2)
-        self.assertEqual(['a1', 'b2'], self.bodies(self.claim(NOW + 2)))
+        u1, u2, k1 = self.claim()
+        self.ledger.retry(u1, NOW + 1, 'HTTP 500', NOW)
+        self.ledger.finish(u2, base.DELIVERED, None, NOW)
+        self.ledger.finish(k1, base.DELIVERED, None, NOW)
+        [u1] = self.claim(NOW + 1)
+        self.ledger.retry(u1, NOW + 3, 'HTTP 500', NOW + 1)
+        self.ledger.enqueue(keyed(('u3', None), ('k2', 'k'), ('j1', 'j'),
+                                  published=NOW + 1,
+                                  strategy=retry.EXPONENTIAL_DECAY))
+        # u1's failed retry blocks u3, not the keys.
+        claimed = self.claim(NOW + 1)
+        self.assertEqual(['j1', 'k2'], self.bodies(claimed))
+        for delivery in claimed:
+            self.ledger.finish(delivery, base.DELIVERED, None, NOW + 1)
+        self.assertEqual([], self.claim(NOW + 2))
+        [u1] = self.claim(NOW + 3)
+        self.ledger.finish(u1, base.DELIVERED, None, NOW + 3)
+        self.assertEqual(['u3'], self.bodies(self.claim(NOW + 3)))
 
     def test_forget_drops_a_subscriptions_keys_not_the_others(self):
         self.ledger.enqueue(keyed(('k1', 'k'), ('k2', 'k'), subs=['s1', 's2'],

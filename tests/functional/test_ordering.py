@@ -69,6 +69,15 @@ class OrderedClaimsTest(base.ServerTestCase):
         response = self.client.post_messages(self.queue, messages)
         self.assertEqual(201, response.status_code, response.text)
 
+    def storage_claims(self):
+        """Return the server's ordered claim controller, for any claim ttl.
+
+        Zaqar's API claims for 60 s at least; its storage takes any ttl.
+        """
+        conf = cfg.ConfigOpts()
+        conf(args=['--config-file', self.zaqar.conf_path], project='zaqar')
+        return ordering.backend_for(zaqar_storage.data_driver(conf)).claims
+
     def test_only_the_oldest_message_of_a_key_is_claimable(self):
         self.ordered_queue()
         self.post([{'body': 'a1', 'ordering_key': 'a'},
@@ -101,13 +110,10 @@ class OrderedClaimsTest(base.ServerTestCase):
         self.assertEqual([2], bodies(messages))
 
     def test_an_expired_claim_gives_the_same_message_again(self):
-        # Zaqar's API claims for 60 s at least; its storage takes any ttl.
         self.ordered_queue()
         self.post([{'body': 1, 'ordering_key': 'k'},
                    {'body': 2, 'ordering_key': 'k'}])
-        conf = cfg.ConfigOpts()
-        conf(args=['--config-file', self.zaqar.conf_path], project='zaqar')
-        claims = ordering.backend_for(zaqar_storage.data_driver(conf)).claims
+        claims = self.storage_claims()
         _, messages = claims.create(self.queue, {'ttl': 1, 'grace': 0},
                                     project=self.client.project)
         self.assertEqual([1], bodies(messages))
@@ -135,6 +141,34 @@ class OrderedClaimsTest(base.ServerTestCase):
         self.assertEqual(['u1', 'k1'], bodies(messages))
         _, messages = claim(self.client, self.queue)
         self.assertEqual(['u2', 'u3'], bodies(messages))
+
+    def test_messages_zaqar_posts_itself_are_claimed_after_earlier_ones(self):
+        # A batch without a key goes to Zaqar as usual, after a claim has
+        # filed the queue's unkeyed messages so far.
+        self.ordered_queue()
+        self.post([{'body': 'k1', 'ordering_key': 'k'},
+                   {'body': 'k2', 'ordering_key': 'k'}])
+        self.assertEqual(['k1'], bodies(claim(self.client, self.queue)[1]))
+        self.post([{'body': 'u1'}])
+        self.post([{'body': 'u2'}, {'body': 'j1', 'ordering_key': 'j'}])
+        self.assertEqual(['u1', 'u2', 'j1'],
+                         bodies(claim(self.client, self.queue)[1]))
+
+    def test_a_dead_letter_is_claimed_from_an_ordered_queue(self):
+        dead = self.queue + '-dead'
+        self.assertEqual(201, self.client.create_queue(
+            dead, {'_ordered_by_key': True}).status_code)
+        self.ordered_queue(_max_claim_count=1, _dead_letter_queue=dead)
+        self.post([{'body': 'k1', 'ordering_key': 'k'}])
+        claims = self.storage_claims()
+        # The second claim is one too many: k1 moves to the dead letter
+        # queue, still claimed by it (for 1 s).
+        for _ in range(2):
+            claims.create(self.queue, {'ttl': 1, 'grace': 0},
+                          project=self.client.project)
+            time.sleep(2.1)
+        self.assertEqual((None, []), claim(self.client, self.queue))
+        self.assertEqual(['k1'], bodies(claim(self.client, dead)[1]))
 
     def test_a_delayed_message_counts_from_when_it_is_visible(self):
         # Zaqar keeps a message's delay only in a queue with a default one.
@@ -339,16 +373,21 @@ class PushOrderingTest(test_retries.RetryTestCase):
                                'ordering_key') == 'K')
         self.post_keyed(('K1', 'K'), ('A1', 'A'), ('U1', None), ('K2', 'K'),
                         ('A2', 'A'))
-        self.post_keyed(('K3', 'K'), ('U2', None), ('A3', 'A'))
-        # The other key and the unkeyed messages arrive meanwhile (the
-        # strategies that hold a whole subscription up, backoff and
-        # exponential_decay after a failed retry, still do).
-        self.assertEqual(['A1', 'A2', 'A3'], [
-            n for n in _names(self.receiver.wait_for(
-                5, self.queue + '/zaqar', status=200)) if n.startswith('A')])
+        # K1's retry fails too: exponential_decay (the default) would now
+        # block the subscription for a message without a key, and backoff
+        # holds a subscription's later messages without a key.
         for name in strategies:
-            self.receiver.wait_for(2, '%s/%s' % (self.queue, name),
+            self.receiver.wait_for(3, '%s/%s' % (self.queue, name),
                                    status=500)
+        self.post_keyed(('K3', 'K'), ('U2', None), ('A3', 'A'))
+        # The other key and the messages without a key arrive meanwhile.
+        for name in strategies:
+            names = _names(self.receiver.wait_for(
+                5, '%s/%s' % (self.queue, name), status=200))
+            self.assertEqual(['A1', 'A2', 'A3'],
+                             [n for n in names if n.startswith('A')], name)
+            self.assertEqual(['U1', 'U2'],
+                             [n for n in names if n.startswith('U')], name)
         # While K1 fails, no later message of K is tried.
         self.assertEqual({'K1'}, set(_names(self.receiver.requests(
             self.queue, status=500))))

@@ -67,6 +67,7 @@ class RedisLedgerTest(ledger_contract.LedgerContract, unittest.TestCase):
                 self.ledger.finish(delivery, 'delivered', None,
                                    ledger_contract.NOW)
         self.assertEqual([], self.client.keys('zaqar_filtering.delivery.o.*'))
+        self.assertEqual([], self.client.keys('zaqar_filtering.delivery.q*'))
         self.assertEqual([], self.client.keys('zaqar_filtering.delivery.e.*'))
 
     def test_a_slow_claim_is_not_sent_twice(self):

@@ -21,12 +21,14 @@ has it delivered twice by two processes at once.
 The ledger keeps the notify strategies' order rules: for an ``ordered``
 strategy only a subscriber's oldest pending delivery is handed out; for a
 ``blocking`` one, once a retry has failed, only that delivery is, until it
-succeeds or is dropped. Whatever the strategy, of the messages of an
-ordered queue that share an ordering key (:attr:`Batch.keys`) only a
+succeeds or is dropped. Of the messages of an ordered queue that share an
+ordering key (:attr:`Batch.keys`), whatever the strategy, only a
 subscriber's oldest pending one is handed out: the next waits until that
-one is delivered, dropped or expired, and other keys are not held up.
-Deliveries that must wait are parked, so that claiming costs the same
-however many wait.
+one is delivered, dropped or expired. That per-key order replaces the
+strategies' rules for messages with a key, so a failing key holds up
+neither other keys nor the messages without a key; the strategies' rules
+still apply among a subscriber's messages without a key. Deliveries that
+must wait are parked, so that claiming costs the same however many wait.
 """
 
 import abc

@@ -40,7 +40,7 @@ Collections:
   (its spreader died) never duplicates a delivery.
 - ``zaqar_filtering_delivery_subscribers``: a document per subscriber,
   ``_id: {p, q, s}``, with its URL, counts, last error and the id ``b``
-  that blocks it (``exponential_decay``).
+  that blocks it (``exponential_decay``; never one with an ordering key).
 - ``zaqar_filtering_delivery_gone``: deleted subscriptions, whose targets
   in batches not yet spread are skipped (for :data:`FORGOTTEN_SECONDS`).
 
@@ -54,9 +54,12 @@ A delivery with an ordering key is handed out only while it is the oldest
 pending one of its subscriber and key, and only once its chunk is
 committed (the documents of a chunk may become visible in any order); a
 claim that meets a later one parks it, and the finish of the one before
-unparks it. A lease that ends hands the same delivery out again: a
-process that stalled past its lease may still post it after the next one
-of its key (as for claims of an ordered queue, see the README).
+unparks it. That order replaces the strategies' rules, which apply among
+a subscriber's deliveries without a key only: a failing key holds up
+neither other keys nor those. A lease that ends hands the same delivery
+out again: a process that stalled past its lease may still post it after
+the next one of its key (as for claims of an ordered queue, see the
+README).
 
 A chunk is spread under a lease on its batch: its deliveries are inserted
 (duplicates ignored), counted, and the batch's ``spread`` and ``live``
@@ -108,6 +111,8 @@ _CLAIM_FIELDS = {'p': 1, 'q': 1, 's': 1, 'st': 1, 'ok': 1, 'c': 1}
 #: The fields that name a subscriber, and a subscriber's ordering key.
 SUBSCRIBER = ('p', 'q', 's')
 SUBSCRIBER_KEY = SUBSCRIBER + ('ok',)
+#: Selects deliveries without an ordering key (missing ``ok``).
+UNKEYED = {'ok': None}
 #: What a finished or forgotten delivery still pending spreading becomes.
 _TOMBSTONE = {'$set': {'parked': None, 'tok': ''},
               '$unset': {'p': '', 'q': '', 's': ''}}
@@ -246,9 +251,10 @@ class MongoLedger(base.Ledger):
         self._indexed = True
 
     def _unpark_head(self, selector):
-        """Unpark the oldest pending delivery of a subscriber (and key).
+        """Unpark the oldest pending delivery of a subscriber's key.
 
-        :param selector: the subscriber's fields, and ``ok`` for a key.
+        :param selector: the subscriber's fields, and ``ok`` (a key, or
+            None for the oldest without one).
         """
         head = self._deliveries.find_one(
             selector, {'parked': 1}, sort=[('_id', 1)])
@@ -257,7 +263,7 @@ class MongoLedger(base.Ledger):
                                         {'$set': {'parked': False}})
 
     def _unpark_all(self, sub):
-        self._deliveries.update_many(dict(sub, parked=True),
+        self._deliveries.update_many(dict(sub, parked=True, **UNKEYED),
                                      {'$set': {'parked': False}})
 
     def _blocker(self, sub):
@@ -267,7 +273,7 @@ class MongoLedger(base.Ledger):
     def _recheck(self, sub, strategy):
         """Unpark what a concurrent step may have left parked for nothing."""
         if strategy == retry.BACKOFF:
-            self._unpark_head(sub)
+            self._unpark_head(dict(sub, **UNKEYED))
         elif strategy == retry.EXPONENTIAL_DECAY:
             if self._blocker(sub) is None:
                 self._unpark_all(sub)
@@ -342,8 +348,8 @@ class MongoLedger(base.Ledger):
              'until': {'$gt': time.time()}}, {'_id': 1})}
         backoff = [t[0] for t in targets if t[2] == retry.BACKOFF]
         behind = set(self._deliveries.distinct(
-            's', {'p': project, 'q': queue, 's': {'$in': backoff},
-                  'bid': {'$ne': bid}})) if backoff else set()
+            's', dict({'p': project, 'q': queue, 's': {'$in': backoff},
+                       'bid': {'$ne': bid}}, **UNKEYED))) if backoff else set()
         decay = [sub for sub, t in zip(subs, targets)
                  if t[2] == retry.EXPONENTIAL_DECAY]
         blocked = {doc['_id']['s'] for doc in self._subscribers.find(
@@ -361,19 +367,24 @@ class MongoLedger(base.Ledger):
             waits = ((strategy == retry.BACKOFF and sid in behind)
                      or (strategy == retry.EXPONENTIAL_DECAY
                          and sid in blocked))
-            if waits:
-                recheck.append((sub, strategy))
+            parked = False
             for message in range(messages):
                 docs.append(dict(
                     sub, _id=_delivery_id(bid, start + index, message),
                     url=url, st=strategy, bid=bid, bi=bodies, mi=message,
                     hi=t[4], oi=t[5], pub=pub, dl=batch['dl'], a=0,
-                    tok='', due=pub, parked=waits, c=False))
+                    tok='', due=pub, parked=False, c=False))
                 if message < len(keys) and keys[message] is not None:
-                    # Claims park it if an earlier one of its key waits.
+                    # Its key's order alone decides: claims park it if an
+                    # earlier one of its key waits.
                     docs[-1]['ok'] = keys[message]
+                    continue
+                docs[-1]['parked'] = waits
+                parked = parked or waits
                 if strategy == retry.BACKOFF:
                     waits = True
+            if parked:
+                recheck.append((sub, strategy))
         _insert_ignoring_duplicates(self._subscribers, known)
         _insert_ignoring_duplicates(self._deliveries, docs)
         low = _delivery_id(bid, start, 0)
@@ -410,9 +421,9 @@ class MongoLedger(base.Ledger):
     def _heads(self, docs, fields=SUBSCRIBER):
         """Return the oldest pending delivery id of each docs' subscriber.
 
-        :param fields: SUBSCRIBER, or SUBSCRIBER_KEY for the oldest of
-            each subscriber's ordering key; the keys of the dict returned
-            are tuples of these fields.
+        :param fields: SUBSCRIBER for the oldest without an ordering key,
+            or SUBSCRIBER_KEY for the oldest of each subscriber's ordering
+            key; the keys of the dict returned are tuples of these fields.
         """
         by_prefix = {}
         for doc in docs:
@@ -422,6 +433,8 @@ class MongoLedger(base.Ledger):
             return {}
         match = {'$or': [dict(zip(fields, prefix + ({'$in': sorted(last)},)))
                          for prefix, last in sorted(by_prefix.items())]}
+        if fields == SUBSCRIBER:
+            match.update(UNKEYED)
         return {tuple(row['_id'][f] for f in fields): row['h']
                 for row in self._deliveries.aggregate([
                     {'$match': match},
@@ -448,9 +461,10 @@ class MongoLedger(base.Ledger):
         self._spread(now)
         token = uuid.uuid4().hex
         candidates = self._due_candidates(now, limit * SCAN_FACTOR)
-        heads = self._heads([doc for doc in candidates
+        unkeyed = [doc for doc in candidates if 'ok' not in doc]
+        heads = self._heads([doc for doc in unkeyed
                              if doc['st'] == retry.BACKOFF])
-        blockers = self._blockers([doc for doc in candidates
+        blockers = self._blockers([doc for doc in unkeyed
                                    if doc['st'] == retry.EXPONENTIAL_DECAY])
         key_heads = self._heads([doc for doc in candidates if 'ok' in doc],
                                 SUBSCRIBER_KEY)
@@ -460,16 +474,16 @@ class MongoLedger(base.Ledger):
                 break
             key = (doc['p'], doc['q'], doc['s'])
             ok = True
-            if doc['st'] == retry.BACKOFF:
-                ok = heads.get(key) == doc['_id']
-            elif doc['st'] == retry.EXPONENTIAL_DECAY:
-                ok = blockers.get(key) in (None, doc['_id'])
-            if ok and 'ok' in doc:
+            if 'ok' in doc:
                 if not doc['c']:
                     continue    # its key's earlier ones may not all be in
                 if key_heads.get(key + (doc['ok'],)) != doc['_id']:
                     self._park_behind_key(doc, now)
                     continue
+            elif doc['st'] == retry.BACKOFF:
+                ok = heads.get(key) == doc['_id']
+            elif doc['st'] == retry.EXPONENTIAL_DECAY:
+                ok = blockers.get(key) in (None, doc['_id'])
             if ok:
                 chosen.append(doc['_id'])
                 continue
@@ -520,7 +534,8 @@ class MongoLedger(base.Ledger):
             {'_id': delivery.id, 'tok': delivery.token},
             {'$inc': {'a': 1},
              '$set': {'tok': '', 'due': due, 'parked': False}},
-            projection={'p': 1, 'q': 1, 's': 1, 'a': 1, 'st': 1, 'url': 1},
+            projection={'p': 1, 'q': 1, 's': 1, 'a': 1, 'st': 1, 'url': 1,
+                        'ok': 1},
             return_document=ReturnDocument.AFTER)
         if doc is None:
             return False
@@ -529,7 +544,8 @@ class MongoLedger(base.Ledger):
         if doc['a'] == 1:
             update['$inc'] = {'retrying': 1}
         self._subscribers.update_one({'_id': sub_id}, update, upsert=True)
-        if doc['st'] == retry.EXPONENTIAL_DECAY and doc['a'] >= 2:
+        if (doc['st'] == retry.EXPONENTIAL_DECAY and doc['a'] >= 2
+                and 'ok' not in doc):
             self._subscribers.update_one({'_id': sub_id, 'b': None},
                                          {'$set': {'b': delivery.id}})
         return True
@@ -567,13 +583,14 @@ class MongoLedger(base.Ledger):
         self._release(doc['bid'], 1)
         if 'ok' in doc:
             self._unpark_head(dict(sub_id, ok=doc['ok']))
+            return True
         blocker = stats.get('b')
         if blocker == delivery.id:
             self._subscribers.update_one({'_id': sub_id, 'b': delivery.id},
                                          {'$unset': {'b': ''}})
             self._unpark_all(sub_id)
         elif blocker is None:
-            self._unpark_head(sub_id)
+            self._unpark_head(dict(sub_id, **UNKEYED))
         return True
 
     @_guarded

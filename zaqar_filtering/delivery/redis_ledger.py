@@ -30,13 +30,20 @@ Keys, under ``zaqar_filtering.delivery.``:
 - ``e.<id>``: a hash per pending delivery (its body stays in the batch).
 - ``due``: sorted set of ids by due time (a claim moves it to the lease's
   end).
-- ``q.<sub>``: sorted set of a subscriber's pending ids, by id.
+- ``q.<sub>``: sorted set of a subscriber's pending ids without an
+  ordering key, by id: the strategies' order rules apply among them.
 - ``p.<sub>``: sorted set of a subscriber's parked ids, by due time.
-- ``b.<sub>``: the id that blocks a blocking subscriber.
+- ``b.<sub>``: the id that blocks a blocking subscriber (one without an
+  ordering key).
+- ``qk.<sub>``: sorted set of a subscriber's pending ids with an ordering
+  key, by id (for counts).
 - ``o.<sub>\\n<key>``: sorted set of a subscriber's pending ids of one
-  ordering key, by id. Only the first is handed out; the others wait
-  outside ``due``, their due time in their hash's field ``kp``, until the
-  one before them goes (a claim that meets one in ``due`` moves it there).
+  ordering key, by id. Only the first is handed out, whatever the
+  strategy: per-key order replaces the subscriber's order rules, and a
+  failing key holds up neither other keys nor ids without a key. The
+  others wait outside ``due``, their due time in their hash's field
+  ``kp``, until the one before them goes (a claim that meets one in
+  ``due`` moves it there).
 - ``s.<sub>``: a hash of the subscriber's counts and last error.
 - ``subs``: the set of subscribers with pending deliveries or counts.
 - ``gone.<sub>``: a deleted subscription, whose targets in batches not
@@ -181,24 +188,29 @@ local function spread(chunks)
                      'pol', pol, 'hdr', hdr, 'pub', pub, 'dl', dl, 'a', 0,
                      'tok', '', 'bid', bid,
                      'body', 'b' .. t[4] .. '.' .. (i - 1))
-          redis.call('ZADD', qkey, id, id)
           local okey = keys and keys[i]
-          local held = false
           if type(okey) == 'string' then
+            -- Its key's order alone decides when it goes.
             local oset = keyed(k, okey)
-            held = redis.call('ZCARD', oset) > 0
+            local held = redis.call('ZCARD', oset) > 0
             redis.call('ZADD', oset, id, id)
+            redis.call('ZADD', P .. 'qk.' .. k, id, id)
             redis.call('HSET', ekey, 'ok', okey)
-          end
-          if held then
-            redis.call('HSET', ekey, 'kp', pub)
-          elseif waits then
-            redis.call('ZADD', P .. 'p.' .. k, pub, id)
+            if held then
+              redis.call('HSET', ekey, 'kp', pub)
+            else
+              redis.call('ZADD', P .. 'due', pub, id)
+            end
           else
-            redis.call('ZADD', P .. 'due', pub, id)
-          end
-          if st == 'backoff' then
-            waits = true
+            redis.call('ZADD', qkey, id, id)
+            if waits then
+              redis.call('ZADD', P .. 'p.' .. k, pub, id)
+            else
+              redis.call('ZADD', P .. 'due', pub, id)
+            end
+            if st == 'backoff' then
+              waits = true
+            end
           end
         end
         spread_now = spread_now + count
@@ -227,15 +239,14 @@ for _, id in ipairs(ids) do
     redis.call('ZREM', P .. 'due', id)
   else
     local ok = true
-    if st == 'backoff' then
+    local held = false
+    if okey then
+      held = redis.call('ZRANGE', keyed(k, okey), 0, 0)[1] ~= id
+    elseif st == 'backoff' then
       ok = redis.call('ZRANGE', P .. 'q.' .. k, 0, 0)[1] == id
     elseif st == 'exponential_decay' then
       local b = redis.call('GET', P .. 'b.' .. k)
       ok = (not b) or b == id
-    end
-    local held = false
-    if ok and okey then
-      held = redis.call('ZRANGE', keyed(k, okey), 0, 0)[1] ~= id
     end
     if held then
       -- An earlier delivery of its key is pending: it waits for its turn.
@@ -265,7 +276,7 @@ _RECORD = _COMMON + """
 -- Counts a failed attempt of delivery id, due again at due.
 local function retry(id, tok, due, err, now)
   local ekey = P .. 'e.' .. id
-  local f = redis.call('HMGET', ekey, 'k', 'tok', 'a', 'st')
+  local f = redis.call('HMGET', ekey, 'k', 'tok', 'a', 'st', 'ok')
   if not f[1] or f[2] ~= tok then
     return 0
   end
@@ -278,7 +289,7 @@ local function retry(id, tok, due, err, now)
     redis.call('HINCRBY', skey, 'retrying', 1)
   end
   redis.call('HSET', skey, 'err', err, 'err_at', now)
-  if f[4] == 'exponential_decay' and attempts >= 2 then
+  if f[4] == 'exponential_decay' and attempts >= 2 and not f[5] then
     redis.call('SET', P .. 'b.' .. k, id, 'NX')
   end
   return 1
@@ -295,11 +306,6 @@ local function finish(id, tok, outcome, err, now)
   redis.call('DEL', ekey)
   release(f[4])
   redis.call('ZREM', P .. 'due', id)
-  redis.call('ZREM', P .. 'q.' .. k, id)
-  if f[5] then
-    redis.call('ZREM', keyed(k, f[5]), id)
-    unpark_key(k, f[5])
-  end
   local skey = P .. 's.' .. k
   redis.call('HINCRBY', skey, outcome, 1)
   if tonumber(f[3]) > 0 then
@@ -308,6 +314,13 @@ local function finish(id, tok, outcome, err, now)
   if err ~= '' then
     redis.call('HSET', skey, 'err', err, 'err_at', now)
   end
+  if f[5] then
+    redis.call('ZREM', P .. 'qk.' .. k, id)
+    redis.call('ZREM', keyed(k, f[5]), id)
+    unpark_key(k, f[5])
+    return 1
+  end
+  redis.call('ZREM', P .. 'q.' .. k, id)
   local bkey = P .. 'b.' .. k
   local blocker = redis.call('GET', bkey)
   if blocker == id then
@@ -337,6 +350,9 @@ return table.concat(kept)
 _FORGET = _COMMON + """
 local k = ARGV[2]
 local ids = redis.call('ZRANGE', P .. 'q.' .. k, 0, -1)
+for _, id in ipairs(redis.call('ZRANGE', P .. 'qk.' .. k, 0, -1)) do
+  table.insert(ids, id)
+end
 for _, id in ipairs(ids) do
   local f = redis.call('HMGET', P .. 'e.' .. id, 'bid', 'ok')
   release(f[1])
@@ -346,8 +362,8 @@ for _, id in ipairs(ids) do
   redis.call('DEL', P .. 'e.' .. id)
   redis.call('ZREM', P .. 'due', id)
 end
-redis.call('DEL', P .. 'q.' .. k, P .. 'p.' .. k, P .. 'b.' .. k,
-           P .. 's.' .. k)
+redis.call('DEL', P .. 'q.' .. k, P .. 'qk.' .. k, P .. 'p.' .. k,
+           P .. 'b.' .. k, P .. 's.' .. k)
 redis.call('SREM', P .. 'subs', k)
 -- Targets of batches not spread yet are skipped when they are.
 redis.call('SET', P .. 'gone.' .. k, 1, 'EX', ARGV[3])
@@ -499,10 +515,12 @@ class RedisLedger(base.Ledger):
         for key, _, _, _ in selected:
             pipe.hgetall(PREFIX + 's.' + key)
             pipe.zcard(PREFIX + 'q.' + key)
+            pipe.zcard(PREFIX + 'qk.' + key)
         answers = self._call(pipe.execute)
         found = []
-        for (key, q, sub_id, proj), counts, pending in zip(
-                selected, answers[0::2], answers[1::2]):
+        for (key, q, sub_id, proj), counts, unkeyed, keyed in zip(
+                selected, answers[0::3], answers[1::3], answers[2::3]):
+            pending = unkeyed + keyed
             counts = {_text(k): _text(v) for k, v in counts.items()}
             if not counts and not pending:
                 continue

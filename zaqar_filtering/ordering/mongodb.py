@@ -18,7 +18,9 @@ becomes visible), ``c`` (claim: ``id``, ``e`` expiry), ``e`` (expiry),
 ``tx`` (None once the post is done). For ordered claims a keyed message
 also has ``zk``, its ordering key, written with the document in the same
 ``insert_many``. A key's head is its live message with the least
-``(d, k)``; a claim takes the free heads and the free unkeyed messages.
+``(d, k)``; a claim takes the free heads and the free unkeyed messages,
+which it finds through the index ``ordering`` (``p_q``, ``zk``, ``k``)
+without passing the keyed ones.
 
 Zaqar's claim then sets the claim with ``update_many`` on those ids where
 ``c.e <= now``, so of two claimers that chose the same head only one gets
@@ -37,6 +39,9 @@ from zaqar_filtering.policy.ordering import ORDERING_KEY
 
 #: The document field of a message's ordering key.
 KEY_FIELD = 'zk'
+#: The index of a queue's messages by key, then posting order; its
+#: ``zk: None`` range holds the unkeyed messages.
+ORDERING_INDEX_FIELDS = [('p_q', 1), (KEY_FIELD, 1), ('k', 1)]
 
 # The ordering keys of the messages being posted, set only while
 # MessageController.post runs.
@@ -68,8 +73,9 @@ def claimable(collection, scope, now, limit):
         {'$limit': limit},
         {'$project': fields},
     ])
+    # Keys are never null: None selects the messages without one.
     unkeyed = collection.find(
-        dict(live, **free, **{KEY_FIELD: {'$exists': False}}),
+        dict(live, **free, **{KEY_FIELD: None}),
         projection=fields, sort=[('k', 1)]).limit(limit)
     found = list(heads) + list(unkeyed)
     found.sort(key=lambda message: (message.get('d', 0), message['k']))
@@ -107,6 +113,11 @@ class MessageController(messages.MessageController):
         finally:
             _POSTING.reset(token)
 
+    def _ensure_indexes(self, collection):
+        super()._ensure_indexes(collection)
+        collection.create_index(ORDERING_INDEX_FIELDS, name='ordering',
+                                background=True)
+
     def _collection(self, queue_name, project=None):
         collection = super()._collection(queue_name, project)
         keys = _POSTING.get()
@@ -114,7 +125,7 @@ class MessageController(messages.MessageController):
                                                                  keys)
 
 
-class _Candidates(messages.MessageController):
+class _Candidates(MessageController):
     """Zaqar's message controller, active meaning claimable in order.
 
     Only Zaqar's claim ``create`` asks it for active messages.

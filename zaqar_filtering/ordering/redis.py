@@ -22,19 +22,28 @@ id. For ordered claims this adds, per queue:
   ``<rank, 20 digits><message id>`` so that ties keep posting order; its
   first member is the key's head;
 * ``zf.ordering.<msgset>.keys``: a sorted set of the keys, scored by when
-  their head becomes visible.
+  their head becomes visible;
+* ``zf.ordering.<msgset>.u``: a sorted set of the queue's messages without
+  a key here (none, or one from the queue a dead-lettered message came
+  from), scored by rank, so that a claim finds them without walking past
+  the keyed ones; ``zf.ordering.<msgset>.filed``: the rank up to which the
+  queue's messages are filed in it.
 
-Both sets are written by the script that ranks the posted messages, and
-read by the script that claims: each runs atomically in redis, so any
-number of claimers in any number of processes never see a key half-posted
-and never claim two messages of a key at once. Deleted, expired and
-dead-lettered messages leave the sets lazily, when a claim meets them.
+The key sets are written by the script that ranks the posted messages;
+the claim script first files the messages ranked since the last claim
+(also those Zaqar posted itself: batches without a key, dead letters,
+messages from before the queue was ordered), then claims. Each runs
+atomically in redis, so any number of claimers in any number of processes
+never see a key half-posted and never claim two messages of a key at
+once. Deleted, expired and dead-lettered messages leave the sets lazily,
+when a claim meets them.
 """
 
 import contextvars
 
 from zaqar.storage.redis import claims
 from zaqar.storage.redis import messages
+from zaqar.storage.redis import utils as redis_utils
 
 from zaqar_filtering.policy.ordering import ORDERING_KEY
 
@@ -42,6 +51,9 @@ from zaqar_filtering.policy.ordering import ORDERING_KEY
 #: them: a claim may extend a message's life by its ttl and grace, each at
 #: most 12 hours in Zaqar.
 KEEP_SECONDS = 86400
+#: Seconds the set of unkeyed messages and its mark outlive the last claim
+#: (together: the next claim files the queue again from its start).
+FILED_KEEP_SECONDS = 7 * 86400
 
 # Lua 5.1: '%020.0f' prints ranks (doubles) without losing digits.
 _INDEX = """
@@ -79,7 +91,8 @@ end
 # messages, each kind at most `limit`; the oldest `limit` of them (by
 # visibility, then rank) are claimed as Zaqar's own script claims.
 _CLAIM = """
-local msgset_key, keys_key = KEYS[1], KEYS[2]
+local msgset_key, keys_key, counter_key = KEYS[1], KEYS[2], KEYS[3]
+local unkeyed_key, filed_key = KEYS[4], KEYS[5]
 local now = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local claim_id = ARGV[3]
@@ -87,7 +100,15 @@ local claim_expires = tonumber(ARGV[4])
 local msg_ttl = tonumber(ARGV[5])
 local msg_expires = tonumber(ARGV[6])
 local prefix = ARGV[7]
+local filed_keep = tonumber(ARGV[8])
 local BATCH = 100
+
+-- ZREM of many members, in slices that Lua's unpack can take.
+local function zrem_all(key, members)
+  for i = 1, #members, 1000 do
+    redis.call('ZREM', key, unpack(members, i, math.min(i + 999, #members)))
+  end
+end
 
 local function free(msg)
   return (msg[1] == '' or tonumber(msg[2]) <= now)
@@ -95,6 +116,7 @@ local function free(msg)
 end
 
 local candidates = {}
+local expired = {}
 local keyed = 0
 local gone_keys = {}
 local moved_keys = {}
@@ -117,6 +139,9 @@ while keyed < limit do
       if msg[3] == false or not redis.call('ZSCORE', msgset_key, mid) then
         -- Deleted, expired, or moved to a dead letter queue.
         redis.call('ZREM', key_set, head[1])
+        if msg[3] == false then
+          expired[#expired + 1] = mid
+        end
       else
         moved_keys[#moved_keys + 1] = {head[2], key}
         if free(msg) then
@@ -137,32 +162,65 @@ for _, moved in ipairs(moved_keys) do
   redis.call('ZADD', keys_key, moved[1], moved[2])
 end
 
+-- Files the messages ranked since the last claim: those without a key
+-- here (no key, or keyed in the queue they came from) go to the unkeyed
+-- set. Ranks only grow (Zaqar never resets a queue's counter; if it is
+-- gone, all is filed again).
+local counter = tonumber(redis.call('GET', counter_key) or 0)
+local filed = redis.call('GET', filed_key)
+if filed and tonumber(filed) >= counter then
+  filed = nil
+  redis.call('DEL', unkeyed_key)
+end
+while true do
+  local ids = redis.call('ZRANGEBYSCORE', msgset_key,
+                         filed and ('(' .. filed) or '-inf', '+inf',
+                         'WITHSCORES', 'LIMIT', 0, BATCH)
+  if #ids == 0 then break end
+  for i = 1, #ids, 2 do
+    local mid, rank = ids[i], ids[i + 1]
+    local msg = redis.call('HMGET', mid, 'd', 'zk')
+    if msg[1] == false then
+      expired[#expired + 1] = mid
+    elseif msg[2] == false or not redis.call(
+        'ZSCORE', prefix .. 'k.' .. msg[2],
+        string.format('%020.0f', tonumber(rank)) .. mid) then
+      redis.call('ZADD', unkeyed_key, rank, mid)
+    end
+  end
+  filed = ids[#ids]
+end
+if filed then
+  redis.call('SET', filed_key, filed, 'EX', filed_keep)
+  redis.call('EXPIRE', unkeyed_key, filed_keep)
+end
+
 local unkeyed = 0
-local expired = {}
+local gone = {}
 local start = 0
 while unkeyed < limit do
-  local ids = redis.call('ZRANGE', msgset_key, start, start + BATCH - 1,
+  local ids = redis.call('ZRANGE', unkeyed_key, start, start + BATCH - 1,
                          'WITHSCORES')
   if #ids == 0 then break end
   start = start + BATCH
   for i = 1, #ids, 2 do
     local mid, rank = ids[i], tonumber(ids[i + 1])
-    local msg = redis.call('HMGET', mid, 'c', 'c.e', 'd', 'zk')
-    if msg[1] == false and msg[2] == false then
-      expired[#expired + 1] = mid
-    elseif free(msg) and (msg[4] == false or not redis.call(
-        'ZSCORE', prefix .. 'k.' .. msg[4],
-        string.format('%020.0f', rank) .. mid)) then
-      -- Unkeyed here: no key, or keyed in the queue it came from.
+    local msg = redis.call('HMGET', mid, 'c', 'c.e', 'd')
+    if msg[3] == false or not redis.call('ZSCORE', msgset_key, mid) then
+      -- Deleted, expired, or moved to a dead letter queue.
+      gone[#gone + 1] = mid
+      if msg[3] == false then
+        expired[#expired + 1] = mid
+      end
+    elseif free(msg) then
       candidates[#candidates + 1] = {mid, tonumber(msg[3]), rank}
       unkeyed = unkeyed + 1
       if unkeyed >= limit then break end
     end
   end
 end
-if #expired > 0 then
-  redis.call('ZREM', msgset_key, unpack(expired))
-end
+zrem_all(unkeyed_key, gone)
+zrem_all(msgset_key, expired)
 
 table.sort(candidates, function(a, b)
   if a[2] ~= b[2] then return a[2] < b[2] end
@@ -189,6 +247,17 @@ def _prefix(msgset_key):
     if isinstance(msgset_key, bytes):
         msgset_key = msgset_key.decode()
     return 'zf.ordering.%s.' % msgset_key
+
+
+def _counter_key(msgset_key):
+    """Return the key of a queue's rank counter, from its message set's.
+
+    Both are ``<project>.<queue>.<suffix>`` (zaqar.storage.redis.utils).
+    """
+    if isinstance(msgset_key, bytes):
+        msgset_key = msgset_key.decode()
+    scope = msgset_key[:-len(redis_utils.MESSAGE_IDS_SUFFIX)]
+    return scope + messages.MESSAGE_RANK_COUNTER_SUFFIX
 
 
 class MessageController(messages.MessageController):
@@ -235,6 +304,8 @@ class ClaimController(claims.ClaimController):
                         claim_expires, msg_ttl, msg_expires):
         prefix = _prefix(msgset_key)
         return self._claim_script(
-            keys=[msgset_key, prefix + 'keys'],
+            keys=[msgset_key, prefix + 'keys', _counter_key(msgset_key),
+                  prefix + 'u',
+                  prefix + 'filed'],
             args=[now, limit, claim_id, claim_expires, msg_ttl, msg_expires,
-                  prefix])
+                  prefix, FILED_KEEP_SECONDS])

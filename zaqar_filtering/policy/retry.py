@@ -128,7 +128,8 @@ class Schedule:
 
     (The order rules of the strategies, one message at a time for
     ``backoff`` and blocking for ``exponential_decay``, are the delivery
-    ledger's: it keeps them by strategy name.)
+    ledger's: it keeps them by strategy name, and for messages with an
+    ordering key keeps each key's order instead.)
 
     :ivar delays: seconds before each retry; ``None`` as the last item
         means the last delay repeats until the lifecycle ends.

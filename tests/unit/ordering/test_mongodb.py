@@ -166,6 +166,17 @@ class ControllersContract:
                                               claim=claim_id)
         self.assertEqual([2], self.claim()[1])
 
+    def test_unkeyed_messages_have_their_own_range_of_an_index(self):
+        self.post('a', None, 'b')
+        collection = self.backend.messages._collection('q', self.project)
+        indexes = {index['name']: list(index['key'].items())
+                   for index in collection.list_indexes()}
+        self.assertEqual(mongodb.ORDERING_INDEX_FIELDS,
+                         [(field, int(order)) for field, order
+                          in indexes['ordering']])
+        self.assertEqual([1], [message['b'] for message in collection.find(
+            {mongodb.KEY_FIELD: None}).hint('ordering')])
+
     def test_a_released_claim_gives_the_same_message(self):
         self.post('a', 'a')
         claim_id, bodies = self.claim()
