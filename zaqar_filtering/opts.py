@@ -142,9 +142,9 @@ LEDGER_OPTS = [
                       '[filtering] delivery_timeout_seconds.'),
     cfg.IntOpt('processes', default=0, min=0,
                help='Delivery processes each server process starts; they '
-                    'share the ledger and each runs [notification] '
-                    'max_notifier_workers delivery threads. 0: one per CPU '
-                    'core of the machine.'),
+                    'share the ledger and each posts up to twice '
+                    '[notification] max_notifier_workers webhooks at once. '
+                    '0: one per CPU core of the machine.'),
     cfg.IntOpt('niceness', default=0, min=0, max=19,
                help='How much lower than the server\'s the scheduling '
                     'priority of the delivery processes is (added to their '
