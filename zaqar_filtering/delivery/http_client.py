@@ -297,14 +297,20 @@ class Client:
         :raises ValueError: a header cannot be sent.
         """
         data = request_head('POST', target, host, headers, len(body)) + body
-        connection, reused = await self._acquire(origin, fresh=False)
+        # A post ends within twice the timeout, a retry on a new connection
+        # included: the delivery ledger's lease counts on it.
+        connected_by = asyncio.get_running_loop().time() + self._timeout
+        answered_by = connected_by + self._timeout
+        connection, reused = await self._acquire(origin, False, connected_by)
         if reused:
             try:
-                return await self._exchange(origin, connection, data)
+                return await self._exchange(origin, connection, data,
+                                            answered_by)
             except StaleConnection:
                 # Closed by the peer meanwhile: once more, anew.
-                connection, _ = await self._acquire(origin, fresh=True)
-        return await self._exchange(origin, connection, data)
+                connection, _ = await self._acquire(origin, True,
+                                                    connected_by)
+        return await self._exchange(origin, connection, data, answered_by)
 
     def close(self):
         """Close the idle connections."""
@@ -321,10 +327,9 @@ class Client:
             self._pools.move_to_end(origin)
         return pool
 
-    async def _acquire(self, origin, fresh):
+    async def _acquire(self, origin, fresh, deadline):
         """Return an open connection, and whether it was kept alive."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeout
         pool = self._pool(origin)
         while True:
             while pool.idle and not fresh:
@@ -368,11 +373,12 @@ class Client:
         connection.new = True
         return connection
 
-    async def _exchange(self, origin, connection, data):
+    async def _exchange(self, origin, connection, data, deadline):
         loop = asyncio.get_running_loop()
         answer = connection.send(data, loop)
-        late = loop.call_later(self._timeout, _expire, answer,
-                               'no answer in %s s' % self._timeout)
+        late = loop.call_at(min(loop.time() + self._timeout, deadline),
+                            _expire, answer,
+                            'no answer in %s s' % self._timeout)
         try:
             status, keep = await answer
         except BaseException:
