@@ -43,7 +43,7 @@ UNAVAILABLE_BACKOFF_SECONDS = 5.0
 
 
 class Dispatcher:
-    """Claims due deliveries and posts them on a thread pool.
+    """Claims due deliveries, has its poster attempt them, records outcomes.
 
     :param ledger: a :class:`~zaqar_filtering.delivery.ledger.Ledger`.
     :param poster: makes the attempts: ``submit(deliveries, done)`` calls
@@ -53,8 +53,8 @@ class Dispatcher:
         filtering.delivery.poster.LoopPoster`).
     :param settings: the :class:`~zaqar_filtering.policy.retry.
         RetrySettings`.
-    :param workers: ``[notification] max_notifier_workers``: half the
-        deliveries held at most.
+    :param workers: ``[notification] max_notifier_workers``; the
+        dispatcher holds at most twice as many deliveries.
     :param lease_seconds: how long a claimed delivery stays leased.
     :param poll_seconds: longest wait between two looks at the ledger.
     :param report_seconds: seconds between two log lines of counts.
