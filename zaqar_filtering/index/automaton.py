@@ -118,7 +118,7 @@ class _KeyMatcher:
     __slots__ = ('children', 'exact', 'folded', 'prefixes', 'suffixes',
                  'networks', 'prefix_lengths', 'suffix_lengths', 'masks',
                  'ranges', 'anything_but', 'present', 'absent', 'strings',
-                 'numbers', 'scanned')
+                 'numbers', 'scanned', 'prefix_plan', 'rare_strings')
 
     def __init__(self, grid):
         self.children = {}      # rule -> next _State
@@ -138,6 +138,10 @@ class _KeyMatcher:
         # Whether strings, numbers, any value need more than the exact
         # lookup.
         self.strings = self.numbers = self.scanned = False
+        # The prefix lengths in use, shortest first; whether strings need
+        # the rarer lookups (case-folded, suffixes, CIDR blocks).
+        self.prefix_plan = ()
+        self.rare_strings = False
 
     def add(self, rule, child):
         self.children[rule] = child
@@ -184,66 +188,72 @@ class _KeyMatcher:
             del table[key]
 
     def _update_scanned(self):
-        self.strings = bool(self.folded or self.prefix_lengths
-                            or self.suffix_lengths or self.masks)
+        self.prefix_plan = tuple(sorted(self.prefix_lengths))
+        self.rare_strings = bool(self.folded or self.suffix_lengths
+                                 or self.masks)
+        self.strings = bool(self.prefix_plan or self.rare_strings)
         self.numbers = bool(self.ranges.rules)
         self.scanned = bool(self.strings or self.numbers or self.anything_but
                             or self.present is not None)
 
     def find(self, found, hits):
         """Add to ``hits`` the next states that the values ``found`` take."""
+        add = hits.add
         exact = self.exact
-        for value in found:
-            child = exact.get(value)
-            if child is not None:
-                hits.add(child)
+        if exact:
+            for value in found:
+                child = exact.get(value)
+                if child is not None:
+                    add(child)
         if not self.scanned:
             return
-        strings, numbers = self.strings, self.numbers
-        anything_but = self.anything_but
         present = False
+        anything_but = self.anything_but
         for value in found:
             kind = value[0]
             if kind == STRING:
                 present = True
-                if strings:
-                    self._find_string(value[1], hits)
+                if self.strings:
+                    text = value[1]
+                    if self.prefix_plan:  # the common string rule, inlined
+                        prefixes, size = self.prefixes, len(text)
+                        for length in self.prefix_plan:
+                            if length > size:
+                                break
+                            child = prefixes.get(text[:length])
+                            if child is not None:
+                                add(child)
+                    if self.rare_strings:
+                        self._find_string(text, add)
             elif kind == NUMBER:
                 present = True
-                if numbers:
+                if self.numbers:
                     self.ranges.find(value, hits)
-            elif kind != NULL:
-                present = True
+            elif kind == NULL:
                 continue
             else:
+                present = True
                 continue
             if anything_but:
                 for rule, child in anything_but.items():
                     if rule.matches(value):
-                        hits.add(child)
+                        add(child)
         if present and self.present is not None:
-            hits.add(self.present)
+            add(self.present)
 
-    def _find_string(self, text, hits):
+    def _find_string(self, text, add):
+        # Case-folded values, suffixes and CIDR blocks.
         if self.folded:
             child = self.folded.get(text.casefold())
             if child is not None:
-                hits.add(child)
-        size = len(text)
-        if self.prefix_lengths:
-            prefixes = self.prefixes
-            for length in self.prefix_lengths:
-                if length <= size:
-                    child = prefixes.get(text[:length])
-                    if child is not None:
-                        hits.add(child)
+                add(child)
         if self.suffix_lengths:
-            suffixes = self.suffixes
+            suffixes, size = self.suffixes, len(text)
             for length in self.suffix_lengths:
                 if length <= size:
                     child = suffixes.get(text[size - length:])
                     if child is not None:
-                        hits.add(child)
+                        add(child)
         if self.masks:
             address = a.ip_address((STRING, text))
             if address is not None:
@@ -255,7 +265,7 @@ class _KeyMatcher:
                         child = self.networks.get(
                             (mask, number >> shift << shift))
                         if child is not None:
-                            hits.add(child)
+                            add(child)
 
 
 class PolicyAutomaton:
@@ -328,42 +338,46 @@ class PolicyAutomaton:
 
         :param fields: dict of path -> tuple of typed values.
         """
-        stack = [self.root]
-        pop, push = stack.pop, stack.append
+        # The automaton is a tree (a state has one parent step), so a level
+        # of the walk is the set of states reached after as many steps.
+        get = fields.get
         count = len(fields)
-        while stack:
-            state = pop()
+        level = (self.root,)
+        while level:
             hits = set()
-            edges = state.edges
-            if len(edges) <= count:
-                for path, matcher in edges.items():
-                    found = fields.get(path)
-                    if not found:
-                        continue
-                    if matcher.scanned:
-                        matcher.find(found, hits)
-                        continue
-                    exact = matcher.exact  # the common case, inlined
-                    for value in found:
-                        child = exact.get(value)
-                        if child is not None:
-                            hits.add(child)
-            else:
-                for path, found in fields.items():
-                    matcher = edges.get(path)
-                    if matcher is not None and found:
-                        matcher.find(found, hits)
-            if state.absent:
-                for path, matcher in state.absent.items():
-                    found = fields.get(path)
-                    if not found or all(value[0] == NULL
-                                        for value in found):
-                        hits.add(matcher.absent)
+            add = hits.add
+            for state in level:
+                edges = state.edges
+                if len(edges) <= count:
+                    for path, matcher in edges.items():
+                        found = get(path)
+                        if not found:
+                            continue
+                        if matcher.scanned:
+                            matcher.find(found, hits)
+                            continue
+                        exact = matcher.exact  # the common case, inlined
+                        for value in found:
+                            child = exact.get(value)
+                            if child is not None:
+                                add(child)
+                else:
+                    for path, found in fields.items():
+                        matcher = edges.get(path)
+                        if matcher is not None and found:
+                            matcher.find(found, hits)
+                if state.absent:
+                    for path, matcher in state.absent.items():
+                        found = get(path)
+                        if not found or all(value[0] == NULL
+                                            for value in found):
+                            add(matcher.absent)
+            level = []
             for child in hits:
                 if child.subs:
                     out.update(child.subs)
                 if child.edges:
-                    push(child)
+                    level.append(child)
 
     def _count_paths(self, branch, step):
         for condition in branch:

@@ -95,7 +95,13 @@ class Matcher:
         """
         if not isinstance(message, dict):
             fields.MessageView(message)  # raises, naming the type
-        found = (set(), set(), set())
+        several = self._several_kinds
+        if several:
+            found = (set(), set(), set())
+        else:
+            # Nothing to intersect: every index adds to the result.
+            matched = set(self._unfiltered)
+            found = (matched, matched, matched)
         if self._tags:
             tags = fields.read_tags(message)
             if tags:
@@ -117,15 +123,14 @@ class Matcher:
             automaton.find(fields.flatten_body(message.get(fields.BODY),
                                                automaton.paths),
                            found[_FILTER_POLICY])
+        if not several:
+            return matched
         matched = self._unfiltered.union(*found)
-        several = self._several_kinds
-        if several:
-            # Iterate over the matches: intersection() with a dict would
-            # iterate over the dict.
-            for sub_id in [s for s in matched if s in several]:
-                if not all(sub_id in found[kind]
-                           for kind in several[sub_id]):
-                    matched.discard(sub_id)
+        # Iterate over the matches: intersection() with a dict would
+        # iterate over the dict.
+        for sub_id in [s for s in matched if s in several]:
+            if not all(sub_id in found[kind] for kind in several[sub_id]):
+                matched.discard(sub_id)
         return matched
 
     def _index(self, sub_id, policy, adding):
