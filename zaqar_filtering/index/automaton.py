@@ -41,6 +41,7 @@ reached by few messages is where the broad conditions are tested.
 """
 
 import itertools
+import sys
 
 from zaqar_filtering.index.interval_index import RangeSet
 from zaqar_filtering.policy import attributes as a
@@ -118,7 +119,8 @@ class _KeyMatcher:
     __slots__ = ('children', 'exact', 'folded', 'prefixes', 'suffixes',
                  'networks', 'prefix_lengths', 'suffix_lengths', 'masks',
                  'ranges', 'anything_but', 'present', 'absent', 'strings',
-                 'numbers', 'scanned', 'prefix_plan', 'rare_strings')
+                 'numbers', 'scanned', 'prefix_plan', 'rare_strings',
+                 'bounds')
 
     def __init__(self, grid):
         self.children = {}      # rule -> next _State
@@ -132,6 +134,9 @@ class _KeyMatcher:
         self.suffix_lengths = {}
         self.masks = {}
         self.ranges = RangeSet(grid)
+        # The ranges' bounds and next states while the RangeSet compares
+        # them one by one (see RangeSet.SMALL), else None.
+        self.bounds = None
         self.anything_but = {}  # AnythingBut rule -> next _State
         self.present = None     # the next state of exists: true
         self.absent = None      # the next state of exists: false
@@ -156,10 +161,15 @@ class _KeyMatcher:
         step = 1 if adding else -1
         kind = type(rule)
         if kind is a.Numeric:
+            ranges = self.ranges
             if adding:
-                self.ranges.add(rule, child)
+                ranges.add(rule, child)
             else:
-                self.ranges.discard(rule, child)
+                ranges.discard(rule, child)
+            self.bounds = None if ranges.tree is not None or not ranges else (
+                tuple((known.low, known.low_inclusive, known.high,
+                       known.high_inclusive, self.children[known])
+                      for known in ranges.rules))
             return
         if kind is a.Exists:
             if rule.flag:
@@ -192,53 +202,72 @@ class _KeyMatcher:
         self.rare_strings = bool(self.folded or self.suffix_lengths
                                  or self.masks)
         self.strings = bool(self.prefix_plan or self.rare_strings)
-        self.numbers = bool(self.ranges.rules)
+        self.numbers = bool(self.ranges)
         self.scanned = bool(self.strings or self.numbers or self.anything_but
                             or self.present is not None)
 
-    def find(self, found, hits):
-        """Add to ``hits`` the next states that the values ``found`` take."""
-        add = hits.add
-        exact = self.exact
-        if exact:
-            for value in found:
-                child = exact.get(value)
-                if child is not None:
-                    add(child)
+    def find(self, found, push):
+        """Call ``push`` once with each next state the values take."""
+        if len(found) == 1:
+            # Each rule has its own next state: one value reaches each once.
+            self.find_value(found[0], push)
+            return
+        hits = set()
+        for value in found:
+            self.find_value(value, hits.add)
+        for child in hits:
+            push(child)
+
+    def find_value(self, value, add):
+        """Call ``add`` with each next state that one typed value takes."""
+        if self.exact:
+            child = self.exact.get(value)
+            if child is not None:
+                add(child)
         if not self.scanned:
             return
-        present = False
-        anything_but = self.anything_but
-        for value in found:
-            kind = value[0]
-            if kind == STRING:
-                present = True
-                if self.strings:
-                    text = value[1]
-                    if self.prefix_plan:  # the common string rule, inlined
-                        prefixes, size = self.prefixes, len(text)
-                        for length in self.prefix_plan:
-                            if length > size:
-                                break
-                            child = prefixes.get(text[:length])
-                            if child is not None:
-                                add(child)
-                    if self.rare_strings:
-                        self._find_string(text, add)
-            elif kind == NUMBER:
-                present = True
-                if self.numbers:
-                    self.ranges.find(value, hits)
-            elif kind == NULL:
-                continue
-            else:
-                present = True
-                continue
-            if anything_but:
-                for rule, child in anything_but.items():
-                    if rule.matches(value):
+        kind = value[0]
+        if kind == STRING:
+            if self.prefix_plan:  # the common string rule, inlined
+                text, prefixes = value[1], self.prefixes
+                size = len(text)
+                for length in self.prefix_plan:
+                    if length > size:
+                        break
+                    child = prefixes.get(text[:length])
+                    if child is not None:
                         add(child)
-        if present and self.present is not None:
+            if self.rare_strings:
+                self._find_string(value[1], add)
+        elif kind == NUMBER:
+            if self.bounds is not None:
+                # Numeric.matches, inlined: most keys have a few ranges.
+                number = value[1]
+                for low, low_inclusive, high, high_inclusive, child in (
+                        self.bounds):
+                    if low is not None and (number < low if low_inclusive
+                                            else number <= low):
+                        continue
+                    if high is not None and (number > high if high_inclusive
+                                             else number >= high):
+                        continue
+                    add(child)
+            elif self.numbers:
+                hits = set()
+                self.ranges.find(value, hits)
+                for child in hits:
+                    add(child)
+        elif kind == NULL:
+            return
+        else:
+            if self.present is not None:
+                add(self.present)
+            return
+        if self.anything_but:
+            for rule, child in self.anything_but.items():
+                if rule.matches(value):
+                    add(child)
+        if self.present is not None:
             add(self.present)
 
     def _find_string(self, text, add):
@@ -292,7 +321,10 @@ class PolicyAutomaton:
                 for path, rule in conjunction:
                     matcher = state.edges.get(path)
                     if matcher is None:
-                        matcher = state.edges[path] = _KeyMatcher(self.grid)
+                        # One string object per path for all states: the
+                        # walk compares it with the message's keys.
+                        matcher = state.edges[sys.intern(path)] = (
+                            _KeyMatcher(self.grid))
                     child = matcher.children.get(rule)
                     if child is None:
                         child = _State()
@@ -338,46 +370,42 @@ class PolicyAutomaton:
 
         :param fields: dict of path -> tuple of typed values.
         """
-        # The automaton is a tree (a state has one parent step), so a level
-        # of the walk is the set of states reached after as many steps.
+        # The automaton is a tree (a state has one parent step) and each
+        # step of a state has its own next state, so no state is reached
+        # twice and the walk needs no set of visited states.
         get = fields.get
         count = len(fields)
-        level = (self.root,)
-        while level:
-            hits = set()
-            add = hits.add
-            for state in level:
-                edges = state.edges
-                if len(edges) <= count:
-                    for path, matcher in edges.items():
-                        found = get(path)
-                        if not found:
-                            continue
-                        if matcher.scanned:
-                            matcher.find(found, hits)
-                            continue
-                        exact = matcher.exact  # the common case, inlined
-                        for value in found:
-                            child = exact.get(value)
-                            if child is not None:
-                                add(child)
-                else:
-                    for path, found in fields.items():
-                        matcher = edges.get(path)
-                        if matcher is not None and found:
-                            matcher.find(found, hits)
-                if state.absent:
-                    for path, matcher in state.absent.items():
-                        found = get(path)
-                        if not found or all(value[0] == NULL
-                                            for value in found):
-                            add(matcher.absent)
-            level = []
-            for child in hits:
-                if child.subs:
-                    out.update(child.subs)
-                if child.edges:
-                    level.append(child)
+        stack = [self.root]
+        pop, push = stack.pop, stack.append
+        while stack:
+            state = pop()
+            if state.subs:
+                out.update(state.subs)
+            edges = state.edges
+            if not edges:
+                continue
+            if len(edges) <= count:
+                for path, matcher in edges.items():
+                    found = get(path)
+                    if not found:
+                        continue
+                    if matcher.scanned or len(found) > 1:
+                        matcher.find(found, push)
+                        continue
+                    child = matcher.exact.get(found[0])  # the common case
+                    if child is not None:
+                        push(child)
+            else:
+                for path, found in fields.items():
+                    matcher = edges.get(path)
+                    if matcher is not None and found:
+                        matcher.find(found, push)
+            if state.absent:
+                for path, matcher in state.absent.items():
+                    found = get(path)
+                    if not found or all(value[0] == NULL
+                                        for value in found):
+                        push(matcher.absent)
 
     def _count_paths(self, branch, step):
         for condition in branch:

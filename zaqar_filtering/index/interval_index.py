@@ -137,19 +137,14 @@ class RangeSet:
         self.grid = grid
         self.rules = {}
         self.tree = None
-        # While there is no tree: the rules' bounds with their entries.
-        self.bounds = []
 
     def __bool__(self):
         return bool(self.rules)
 
     def add(self, rule, entry):
         """Add ``entry`` under a Numeric rule."""
-        entries = self.rules.get(rule)
-        if entries is None:
-            entries = self.rules[rule] = set()
-            self._rules_changed()
-        elif entry in entries:
+        entries = self.rules.setdefault(rule, set())
+        if entry in entries:
             return
         entries.add(entry)
         if self.tree is not None:
@@ -168,7 +163,6 @@ class RangeSet:
         entries.discard(entry)
         if not entries:
             del self.rules[rule]
-            self._rules_changed()
         if self.tree is not None:
             if len(self.rules) <= self.SMALL // 2:
                 self.tree = None
@@ -177,23 +171,9 @@ class RangeSet:
 
     def find(self, value, out):
         """Add to ``out`` the entries of the rules matching a typed number."""
-        if self.tree is not None:
+        if self.tree is None:
+            for rule, entries in self.rules.items():
+                if rule.matches(value):
+                    out.update(entries)
+        else:
             self.tree.find(value[1], out)
-            return
-        # Numeric.matches, inlined: this runs for every numeric step.
-        number = value[1]
-        for low, low_inclusive, high, high_inclusive, entries in self.bounds:
-            if low is not None and (number < low if low_inclusive
-                                    else number <= low):
-                continue
-            if high is not None and (number > high if high_inclusive
-                                     else number >= high):
-                continue
-            out.update(entries)
-
-    def _rules_changed(self):
-        # Kept for up to SMALL rules, so it is ready when the tree goes.
-        self.bounds = ([] if len(self.rules) > self.SMALL else
-                       [(rule.low, rule.low_inclusive, rule.high,
-                         rule.high_inclusive, entries)
-                        for rule, entries in self.rules.items()])

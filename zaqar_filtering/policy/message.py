@@ -317,6 +317,9 @@ def read_attributes(message, names=None):
     for name, value in attributes.items():
         if names is not None and name not in names:
             continue
+        if type(value) is str and type(name) is str and name:
+            fields[name] = ((v.STRING, value),)  # parse_attribute's, inlined
+            continue
         try:
             found = parse_attribute(name, value)
         except InvalidPolicy:
