@@ -389,12 +389,14 @@ class PolicyAutomaton:
                     found = get(path)
                     if not found:
                         continue
-                    if matcher.scanned or len(found) > 1:
+                    if len(found) > 1:
                         matcher.find(found, push)
-                        continue
-                    child = matcher.exact.get(found[0])  # the common case
-                    if child is not None:
-                        push(child)
+                    elif matcher.scanned:
+                        matcher.find_value(found[0], push)
+                    else:
+                        child = matcher.exact.get(found[0])  # the most
+                        if child is not None:                # common case
+                            push(child)
             else:
                 for path, found in fields.items():
                     matcher = edges.get(path)

@@ -55,6 +55,8 @@ class Matcher:
         self._several_kinds = {}
         self._tags = {}
         self._binding_keys = TopicTrie()
+        # Subscriptions with binding keys (cheaper to test than the trie).
+        self._binding_subs = 0
         grid = NumberGrid(limits.max_policy_number, limits.max_policy_decimals)
         self._attributes = PolicyAutomaton(grid)
         self._body = PolicyAutomaton(grid)
@@ -110,7 +112,7 @@ class Matcher:
                     subs = index.get(tag)
                     if subs:
                         hits.update(subs)
-        if self._binding_keys:
+        if self._binding_subs:
             words = fields.read_routing_key(message)
             if words is not None:
                 self._binding_keys.find(words, found[_BINDING_KEYS])
@@ -147,6 +149,7 @@ class Matcher:
                         del self._tags[tag]
         if policy.binding_keys is not None:
             kinds.append(_BINDING_KEYS)
+            self._binding_subs += 1 if adding else -1
             for words in policy.binding_keys:
                 if adding:
                     self._binding_keys.add(words, sub_id)

@@ -252,16 +252,18 @@ def flatten_body(body, wanted=None):
                 key = prefix + (key if type(key) is str else str(key))
                 if wanted is not None and key not in wanted:
                     continue
-                if isinstance(value, (dict, list)):
-                    push((key, value))
-                    continue
             else:
                 key = path
             # A scalar: v.from_json, with the common string case inlined.
-            value = (v.STRING, value) if type(value) is str else (
-                v.from_json(value))
-            if value is None:
+            if type(value) is str:
+                value = (v.STRING, value)
+            elif isinstance(value, (dict, list)):
+                push((key, value))
                 continue
+            else:
+                value = v.from_json(value)
+                if value is None:
+                    continue
             found = fields.get(key)
             if found is None:
                 fields[key] = (value,)
