@@ -89,16 +89,21 @@ class _State:
     """A point in the automaton after some steps held.
 
     :ivar edges: path -> :class:`_KeyMatcher` of the next steps.
-    :ivar absent: the matchers of ``edges`` with an ``exists: false`` step.
-    :ivar subs: subscription id -> number of its conjunctions ending here.
+    :ivar absent: the matchers of ``edges`` with an ``exists: false`` step,
+        or None.
+    :ivar subs: subscription id -> number of its conjunctions ending here,
+        or None.
     :ivar refs: number of conjunctions that pass through or end here.
+
+    ``absent`` and ``subs`` are None rather than empty: most states have
+    neither, and the walk then tests them without reading another object.
     """
     __slots__ = ('edges', 'absent', 'subs', 'refs')
 
     def __init__(self):
         self.edges = {}
-        self.absent = {}
-        self.subs = {}
+        self.absent = None
+        self.subs = None
         self.refs = 0
 
 
@@ -116,11 +121,13 @@ def _count(counter, key, step):
 class _KeyMatcher:
     """The steps on one key leaving one state: one next state per rule."""
 
-    __slots__ = ('children', 'exact', 'folded', 'prefixes', 'suffixes',
-                 'networks', 'prefix_lengths', 'suffix_lengths', 'masks',
-                 'ranges', 'anything_but', 'present', 'absent', 'strings',
-                 'numbers', 'scanned', 'prefix_plan', 'rare_strings',
-                 'bounds')
+    # What the walk reads first, so that it shares the object's first
+    # cache line(s); the rest is for add and discard.
+    __slots__ = ('scanned', 'has_exact', 'exact', 'prefix_plan', 'prefixes',
+                 'rare_strings', 'bounds', 'numbers', 'has_anything_but',
+                 'present', 'anything_but', 'ranges', 'absent', 'children',
+                 'folded', 'suffixes', 'networks', 'prefix_lengths',
+                 'suffix_lengths', 'masks')
 
     def __init__(self, grid):
         self.children = {}      # rule -> next _State
@@ -140,9 +147,10 @@ class _KeyMatcher:
         self.anything_but = {}  # AnythingBut rule -> next _State
         self.present = None     # the next state of exists: true
         self.absent = None      # the next state of exists: false
-        # Whether strings, numbers, any value need more than the exact
-        # lookup.
-        self.strings = self.numbers = self.scanned = False
+        # Whether any value needs more than the exact lookup, numbers a
+        # range lookup; whether there are exact values, anything-but rules.
+        self.scanned = self.numbers = False
+        self.has_exact = self.has_anything_but = False
         # The prefix lengths in use, shortest first; whether strings need
         # the rarer lookups (case-folded, suffixes, CIDR blocks).
         self.prefix_plan = ()
@@ -201,9 +209,11 @@ class _KeyMatcher:
         self.prefix_plan = tuple(sorted(self.prefix_lengths))
         self.rare_strings = bool(self.folded or self.suffix_lengths
                                  or self.masks)
-        self.strings = bool(self.prefix_plan or self.rare_strings)
         self.numbers = bool(self.ranges)
-        self.scanned = bool(self.strings or self.numbers or self.anything_but
+        self.has_exact = bool(self.exact)
+        self.has_anything_but = bool(self.anything_but)
+        self.scanned = bool(self.prefix_plan or self.rare_strings
+                            or self.numbers or self.anything_but
                             or self.present is not None)
 
     def find(self, found, push):
@@ -220,7 +230,7 @@ class _KeyMatcher:
 
     def find_value(self, value, add):
         """Call ``add`` with each next state that one typed value takes."""
-        if self.exact:
+        if self.has_exact:
             child = self.exact.get(value)
             if child is not None:
                 add(child)
@@ -263,7 +273,7 @@ class _KeyMatcher:
             if self.present is not None:
                 add(self.present)
             return
-        if self.anything_but:
+        if self.has_anything_but:
             for rule, child in self.anything_but.items():
                 if rule.matches(value):
                     add(child)
@@ -330,9 +340,13 @@ class PolicyAutomaton:
                         child = _State()
                         matcher.add(rule, child)
                         if matcher.absent is not None:
+                            if state.absent is None:
+                                state.absent = {}
                             state.absent[path] = matcher
                     child.refs += 1
                     state = child
+                if state.subs is None:
+                    state.subs = {}
                 state.subs[sub_id] = state.subs.get(sub_id, 0) + 1
             self._count_paths(branch, 1)
 
@@ -352,6 +366,8 @@ class PolicyAutomaton:
             trail.append((state, path, matcher, rule, child))
             state = child
         _count(state.subs, sub_id, -1)
+        if not state.subs:
+            state.subs = None
         for state, path, matcher, rule, child in trail:
             child.refs -= 1
             if child.refs:
@@ -361,8 +377,11 @@ class PolicyAutomaton:
             matcher.discard(rule)
             if not matcher.children:
                 del state.edges[path]
-            if matcher.absent is None or not matcher.children:
+            if state.absent and (matcher.absent is None
+                                 or not matcher.children):
                 state.absent.pop(path, None)
+                if not state.absent:
+                    state.absent = None
             break
 
     def find(self, fields, out):

@@ -299,7 +299,7 @@ class TestAddRemove(unittest.TestCase):
         for number, policy in enumerate(self.POLICIES * 3):
             automaton.discard(number, attributes_policy(policy))
         self.assertEqual({}, automaton.root.edges)
-        self.assertEqual({}, automaton.root.absent)
+        self.assertIsNone(automaton.root.absent)
         self.assertEqual({}, automaton.paths)
         self.assertFalse(automaton)
 
