@@ -46,6 +46,7 @@ import sys
 from zaqar_filtering.index.interval_index import RangeSet
 from zaqar_filtering.policy import attributes as a
 from zaqar_filtering.policy.message import path_prefixes
+from zaqar_filtering.policy.message import PathTree
 from zaqar_filtering.policy import values as v
 
 STRING = v.STRING
@@ -319,6 +320,7 @@ class PolicyAutomaton:
         # The paths that policies read, with their path_prefixes, counted:
         # the message fields outside them need not be read.
         self.paths = {}
+        self._tree = None
 
     def __bool__(self):
         return bool(self.root.edges)
@@ -428,7 +430,14 @@ class PolicyAutomaton:
                                         for value in found):
                         push(matcher.absent)
 
+    def path_tree(self):
+        """Return :attr:`paths` as a PathTree, for flatten_body."""
+        if self._tree is None:
+            self._tree = PathTree(self.paths)
+        return self._tree
+
     def _count_paths(self, branch, step):
         for condition in branch:
             for prefix in path_prefixes(condition.path):
                 _count(self.paths, prefix, step)
+        self._tree = None

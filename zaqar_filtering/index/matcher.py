@@ -123,7 +123,7 @@ class Matcher:
         automaton = self._body
         if automaton.paths:
             automaton.find(fields.flatten_body(message.get(fields.BODY),
-                                               automaton.paths),
+                                               automaton.path_tree()),
                            found[_FILTER_POLICY])
         if not several:
             return matched

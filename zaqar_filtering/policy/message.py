@@ -208,6 +208,24 @@ def _parse_typed(value, fail):
     return found
 
 
+class PathTree(dict):
+    """Dotted body paths arranged for :func:`flatten_body`.
+
+    It maps the path of an object in the body ('' for the body itself) to
+    ``{key: path}``: the keys of that object whose path is wanted.
+    """
+
+    def __init__(self, wanted):
+        """Arrange ``wanted``: dotted paths and their path_prefixes."""
+        super().__init__()
+        for path in wanted:
+            self.setdefault('', {})[path] = path
+            dot = path.find('.', 1)  # '' is the body's own path
+            while dot >= 0:
+                self.setdefault(path[:dot], {})[path[dot + 1:]] = path
+                dot = path.find('.', dot + 1)
+
+
 # The key of an array element or a scalar in flatten_body's walk.
 _ELEMENT = object()
 
@@ -221,8 +239,9 @@ def flatten_body(body, wanted=None):
     so a ``MessageBody`` policy never matches it.
 
     :param wanted: if given, a container of the dotted paths to read and
-        their :func:`path_prefixes`; subtrees outside it are not visited,
-        which bounds the work by what the policies read.
+        their :func:`path_prefixes`, or its :class:`PathTree`; subtrees
+        outside it are not visited, which bounds the work by what the
+        policies read.
     """
     if isinstance(body, str):
         try:
@@ -231,6 +250,8 @@ def flatten_body(body, wanted=None):
             return {}
     if not isinstance(body, dict):
         return {}
+    if wanted is not None and not isinstance(wanted, PathTree):
+        wanted = PathTree(wanted)
     fields = {}
     several = {}  # the paths with more than one value so far -> a list
     stack = [('', body)]
@@ -238,8 +259,15 @@ def flatten_body(body, wanted=None):
     while stack:
         path, node = pop()
         if isinstance(node, dict):
-            prefix = path + '.' if path else ''
-            items = node.items()
+            if wanted is None:
+                prefix = path + '.' if path else ''
+                items = ((prefix + str(key), value)
+                         for key, value in node.items())
+            else:
+                keys = wanted.get(path)
+                if keys is None:
+                    continue
+                items = node.items()
         elif isinstance(node, list):
             if any(isinstance(item, (dict, list)) for item in node):
                 stack.extend((path, item) for item in reversed(node))
@@ -248,12 +276,12 @@ def flatten_body(body, wanted=None):
         else:
             items = ((_ELEMENT, node),)
         for key, value in items:
-            if key is not _ELEMENT:
-                key = prefix + (key if type(key) is str else str(key))
-                if wanted is not None and key not in wanted:
-                    continue
-            else:
+            if key is _ELEMENT:
                 key = path
+            elif wanted is not None:
+                key = keys.get(key if type(key) is str else str(key))
+                if key is None:
+                    continue
             # A scalar: v.from_json, with the common string case inlined.
             if type(value) is str:
                 value = (v.STRING, value)

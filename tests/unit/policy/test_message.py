@@ -19,6 +19,7 @@ import unittest
 from zaqar_filtering import InvalidPolicy
 from zaqar_filtering.policy.message import flatten_body
 from zaqar_filtering.policy.message import path_prefixes
+from zaqar_filtering.policy.message import PathTree
 from zaqar_filtering.policy.message import read_attributes
 from zaqar_filtering.policy.message import with_body_fields
 from zaqar_filtering.policy import values as v
@@ -147,13 +148,26 @@ class TestFlattenBody(unittest.TestCase):
             with self.subTest(wanted=chosen):
                 expected = {
                     path: sorted(found, key=repr) for path, found
-                    in reference_flatten(body).items()
-                    if chosen is None or path in chosen}
+                    in reference_flatten(body, chosen).items()}
                 found = flatten_body(body, chosen)
                 self.assertTrue(all(type(f) is tuple for f in found.values()))
                 self.assertEqual(expected, {
                     path: sorted(values, key=repr)
                     for path, values in found.items()})
+
+    def test_empty_and_dotted_keys(self):
+        body = {'': {'x': 1, '': {'y': 2}}, '.x': 3, 'a': {'': 4, '.b': 5,
+                'b': {'': 6}}, 'a.': {'.b': 7}, 'a..b': 8, 'x': 9, 'y': 10}
+        paths = ['', '.x', 'x', 'y', 'a.', 'a..b', 'a.b.', 'z.']
+        wanted = {prefix for path in paths for prefix in path_prefixes(path)}
+        expected = {path: sorted(values) for path, values
+                    in reference_flatten(body, wanted).items()}
+        self.assertEqual({'.x', 'x', 'y', 'a.', 'a..b', 'a.b.'},
+                         set(expected))
+        for given in (wanted, PathTree(wanted)):
+            self.assertEqual(expected, {
+                path: sorted(values) for path, values
+                in flatten_body(body, given).items()})
 
     def test_array_values_keep_their_order(self):
         self.assertEqual(
@@ -170,14 +184,16 @@ class TestFlattenBody(unittest.TestCase):
                 self.assertEqual({}, flatten_body(body))
 
 
-def reference_flatten(body, path=''):
+def reference_flatten(body, wanted=None):
     """flatten_body's contract, read recursively (values as lists)."""
     fields = {}
 
     def visit(path, node):
         if isinstance(node, dict):
             for key, value in node.items():
-                visit('%s.%s' % (path, key) if path else str(key), value)
+                child = '%s.%s' % (path, key) if path else str(key)
+                if wanted is None or child in wanted:
+                    visit(child, value)
         elif isinstance(node, list):
             for item in node:
                 visit(path, item)
@@ -186,7 +202,7 @@ def reference_flatten(body, path=''):
             if value is not None:
                 fields.setdefault(path, []).append(value)
 
-    visit(path, body)
+    visit('', body)
     return fields
 
 
