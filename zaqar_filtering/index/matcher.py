@@ -131,8 +131,10 @@ class Matcher:
         # Iterate over the matches: intersection() with a dict would
         # iterate over the dict.
         for sub_id in [s for s in matched if s in several]:
-            if not all(sub_id in found[kind] for kind in several[sub_id]):
-                matched.discard(sub_id)
+            for kind in several[sub_id]:
+                if sub_id not in found[kind]:
+                    matched.discard(sub_id)
+                    break
         return matched
 
     def _index(self, sub_id, policy, adding):
