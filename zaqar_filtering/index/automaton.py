@@ -415,8 +415,9 @@ class PolicyAutomaton:
                     elif matcher.scanned:
                         matcher.find_value(found[0], push)
                     else:
-                        child = matcher.exact.get(found[0])  # the most
-                        if child is not None:                # common case
+                        # The most common step: one value, exact values.
+                        child = matcher.exact.get(found[0])
+                        if child is not None:
                             push(child)
             else:
                 for path, found in fields.items():

@@ -199,8 +199,8 @@ class TestOneKeyAgreesWithEvaluation(unittest.TestCase):
                     matching(automaton, {'k': value}))
 
     def test_several_values_reaching_one_state(self):
-        # Two values of one key take the same step: its subscriptions are
-        # found once, and the states after it are walked once.
+        # Two values of one key take the same step, and the steps after it
+        # still see every value of their own keys.
         automaton = new_automaton()
         automaton.add('s', attributes_policy(
             {'k': [{'prefix': 'a'}], 'n': [{'numeric': ['>', 1]}]}))
