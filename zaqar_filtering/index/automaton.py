@@ -41,10 +41,12 @@ reached by few messages is where the broad conditions are tested.
 """
 
 import itertools
+import sys
 
 from zaqar_filtering.index.interval_index import RangeSet
 from zaqar_filtering.policy import attributes as a
 from zaqar_filtering.policy.message import path_prefixes
+from zaqar_filtering.policy.message import PathTree
 from zaqar_filtering.policy import values as v
 
 STRING = v.STRING
@@ -88,16 +90,21 @@ class _State:
     """A point in the automaton after some steps held.
 
     :ivar edges: path -> :class:`_KeyMatcher` of the next steps.
-    :ivar absent: the matchers of ``edges`` with an ``exists: false`` step.
-    :ivar subs: subscription id -> number of its conjunctions ending here.
+    :ivar absent: the matchers of ``edges`` with an ``exists: false`` step,
+        or None.
+    :ivar subs: subscription id -> number of its conjunctions ending here,
+        or None.
     :ivar refs: number of conjunctions that pass through or end here.
+
+    ``absent`` and ``subs`` are None rather than empty: most states have
+    neither, and the walk then tests them without reading another object.
     """
     __slots__ = ('edges', 'absent', 'subs', 'refs')
 
     def __init__(self):
         self.edges = {}
-        self.absent = {}
-        self.subs = {}
+        self.absent = None
+        self.subs = None
         self.refs = 0
 
 
@@ -115,10 +122,13 @@ def _count(counter, key, step):
 class _KeyMatcher:
     """The steps on one key leaving one state: one next state per rule."""
 
-    __slots__ = ('children', 'exact', 'folded', 'prefixes', 'suffixes',
-                 'networks', 'prefix_lengths', 'suffix_lengths', 'masks',
-                 'ranges', 'anything_but', 'present', 'absent', 'strings',
-                 'numbers', 'scanned')
+    # What the walk reads first, so that it shares the object's first
+    # cache line(s); the rest is for add and discard.
+    __slots__ = ('scanned', 'has_exact', 'exact', 'prefix_plan', 'prefixes',
+                 'rare_strings', 'bounds', 'numbers', 'has_anything_but',
+                 'present', 'anything_but', 'ranges', 'absent', 'children',
+                 'folded', 'suffixes', 'networks', 'prefix_lengths',
+                 'suffix_lengths', 'masks')
 
     def __init__(self, grid):
         self.children = {}      # rule -> next _State
@@ -132,12 +142,20 @@ class _KeyMatcher:
         self.suffix_lengths = {}
         self.masks = {}
         self.ranges = RangeSet(grid)
+        # The ranges' bounds and next states while the RangeSet compares
+        # them one by one (see RangeSet.SMALL), else None.
+        self.bounds = None
         self.anything_but = {}  # AnythingBut rule -> next _State
         self.present = None     # the next state of exists: true
         self.absent = None      # the next state of exists: false
-        # Whether strings, numbers, any value need more than the exact
-        # lookup.
-        self.strings = self.numbers = self.scanned = False
+        # Whether any value needs more than the exact lookup, numbers a
+        # range lookup; whether there are exact values, anything-but rules.
+        self.scanned = self.numbers = False
+        self.has_exact = self.has_anything_but = False
+        # The prefix lengths in use, shortest first; whether strings need
+        # the rarer lookups (case-folded, suffixes, CIDR blocks).
+        self.prefix_plan = ()
+        self.rare_strings = False
 
     def add(self, rule, child):
         self.children[rule] = child
@@ -152,10 +170,15 @@ class _KeyMatcher:
         step = 1 if adding else -1
         kind = type(rule)
         if kind is a.Numeric:
+            ranges = self.ranges
             if adding:
-                self.ranges.add(rule, child)
+                ranges.add(rule, child)
             else:
-                self.ranges.discard(rule, child)
+                ranges.discard(rule, child)
+            self.bounds = None if ranges.tree is not None or not ranges else (
+                tuple((known.low, known.low_inclusive, known.high,
+                       known.high_inclusive, self.children[known])
+                      for known in ranges.rules))
             return
         if kind is a.Exists:
             if rule.flag:
@@ -184,66 +207,93 @@ class _KeyMatcher:
             del table[key]
 
     def _update_scanned(self):
-        self.strings = bool(self.folded or self.prefix_lengths
-                            or self.suffix_lengths or self.masks)
-        self.numbers = bool(self.ranges.rules)
-        self.scanned = bool(self.strings or self.numbers or self.anything_but
+        self.prefix_plan = tuple(sorted(self.prefix_lengths))
+        self.rare_strings = bool(self.folded or self.suffix_lengths
+                                 or self.masks)
+        self.numbers = bool(self.ranges)
+        self.has_exact = bool(self.exact)
+        self.has_anything_but = bool(self.anything_but)
+        self.scanned = bool(self.prefix_plan or self.rare_strings
+                            or self.numbers or self.anything_but
                             or self.present is not None)
 
-    def find(self, found, hits):
-        """Add to ``hits`` the next states that the values ``found`` take."""
-        exact = self.exact
+    def find(self, found, push):
+        """Call ``push`` once with each next state the values take."""
+        if len(found) == 1:
+            # Each rule has its own next state: one value reaches each once.
+            self.find_value(found[0], push)
+            return
+        hits = set()
         for value in found:
-            child = exact.get(value)
+            self.find_value(value, hits.add)
+        for child in hits:
+            push(child)
+
+    def find_value(self, value, add):
+        """Call ``add`` with each next state that one typed value takes."""
+        if self.has_exact:
+            child = self.exact.get(value)
             if child is not None:
-                hits.add(child)
+                add(child)
         if not self.scanned:
             return
-        strings, numbers = self.strings, self.numbers
-        anything_but = self.anything_but
-        present = False
-        for value in found:
-            kind = value[0]
-            if kind == STRING:
-                present = True
-                if strings:
-                    self._find_string(value[1], hits)
-            elif kind == NUMBER:
-                present = True
-                if numbers:
-                    self.ranges.find(value, hits)
-            elif kind != NULL:
-                present = True
-                continue
-            else:
-                continue
-            if anything_but:
-                for rule, child in anything_but.items():
-                    if rule.matches(value):
-                        hits.add(child)
-        if present and self.present is not None:
-            hits.add(self.present)
+        kind = value[0]
+        if kind == STRING:
+            if self.prefix_plan:  # the common string rule, inlined
+                text, prefixes = value[1], self.prefixes
+                size = len(text)
+                for length in self.prefix_plan:
+                    if length > size:
+                        break
+                    child = prefixes.get(text[:length])
+                    if child is not None:
+                        add(child)
+            if self.rare_strings:
+                self._find_string(value[1], add)
+        elif kind == NUMBER:
+            if self.bounds is not None:
+                # Numeric.matches, inlined: most keys have a few ranges.
+                number = value[1]
+                for low, low_inclusive, high, high_inclusive, child in (
+                        self.bounds):
+                    if low is not None and (number < low if low_inclusive
+                                            else number <= low):
+                        continue
+                    if high is not None and (number > high if high_inclusive
+                                             else number >= high):
+                        continue
+                    add(child)
+            elif self.numbers:
+                hits = set()
+                self.ranges.find(value, hits)
+                for child in hits:
+                    add(child)
+        elif kind == NULL:
+            return
+        else:
+            if self.present is not None:
+                add(self.present)
+            return
+        if self.has_anything_but:
+            for rule, child in self.anything_but.items():
+                if rule.matches(value):
+                    add(child)
+        if self.present is not None:
+            add(self.present)
 
-    def _find_string(self, text, hits):
+    def _find_string(self, text, add):
+        # Case-folded values, suffixes and CIDR blocks.
         if self.folded:
             child = self.folded.get(text.casefold())
             if child is not None:
-                hits.add(child)
-        size = len(text)
-        if self.prefix_lengths:
-            prefixes = self.prefixes
-            for length in self.prefix_lengths:
-                if length <= size:
-                    child = prefixes.get(text[:length])
-                    if child is not None:
-                        hits.add(child)
+                add(child)
         if self.suffix_lengths:
-            suffixes = self.suffixes
+            suffixes, size = self.suffixes, len(text)
             for length in self.suffix_lengths:
                 if length <= size:
                     child = suffixes.get(text[size - length:])
                     if child is not None:
-                        hits.add(child)
+                        add(child)
         if self.masks:
             address = a.ip_address((STRING, text))
             if address is not None:
@@ -255,7 +305,7 @@ class _KeyMatcher:
                         child = self.networks.get(
                             (mask, number >> shift << shift))
                         if child is not None:
-                            hits.add(child)
+                            add(child)
 
 
 class PolicyAutomaton:
@@ -270,6 +320,7 @@ class PolicyAutomaton:
         # The paths that policies read, with their path_prefixes, counted:
         # the message fields outside them need not be read.
         self.paths = {}
+        self._tree = None
 
     def __bool__(self):
         return bool(self.root.edges)
@@ -282,15 +333,22 @@ class PolicyAutomaton:
                 for path, rule in conjunction:
                     matcher = state.edges.get(path)
                     if matcher is None:
-                        matcher = state.edges[path] = _KeyMatcher(self.grid)
+                        # One string object per path for all states: the
+                        # walk compares it with the message's keys.
+                        matcher = state.edges[sys.intern(path)] = (
+                            _KeyMatcher(self.grid))
                     child = matcher.children.get(rule)
                     if child is None:
                         child = _State()
                         matcher.add(rule, child)
                         if matcher.absent is not None:
+                            if state.absent is None:
+                                state.absent = {}
                             state.absent[path] = matcher
                     child.refs += 1
                     state = child
+                if state.subs is None:
+                    state.subs = {}
                 state.subs[sub_id] = state.subs.get(sub_id, 0) + 1
             self._count_paths(branch, 1)
 
@@ -310,6 +368,8 @@ class PolicyAutomaton:
             trail.append((state, path, matcher, rule, child))
             state = child
         _count(state.subs, sub_id, -1)
+        if not state.subs:
+            state.subs = None
         for state, path, matcher, rule, child in trail:
             child.refs -= 1
             if child.refs:
@@ -319,8 +379,11 @@ class PolicyAutomaton:
             matcher.discard(rule)
             if not matcher.children:
                 del state.edges[path]
-            if matcher.absent is None or not matcher.children:
+            if state.absent and (matcher.absent is None
+                                 or not matcher.children):
                 state.absent.pop(path, None)
+                if not state.absent:
+                    state.absent = None
             break
 
     def find(self, fields, out):
@@ -328,44 +391,54 @@ class PolicyAutomaton:
 
         :param fields: dict of path -> tuple of typed values.
         """
+        # The automaton is a tree (a state has one parent step) and each
+        # step of a state has its own next state, so no state is reached
+        # twice and the walk needs no set of visited states.
+        get = fields.get
+        count = len(fields)
         stack = [self.root]
         pop, push = stack.pop, stack.append
-        count = len(fields)
         while stack:
             state = pop()
-            hits = set()
+            if state.subs:
+                out.update(state.subs)
             edges = state.edges
+            if not edges:
+                continue
             if len(edges) <= count:
                 for path, matcher in edges.items():
-                    found = fields.get(path)
+                    found = get(path)
                     if not found:
                         continue
-                    if matcher.scanned:
-                        matcher.find(found, hits)
-                        continue
-                    exact = matcher.exact  # the common case, inlined
-                    for value in found:
-                        child = exact.get(value)
+                    if len(found) > 1:
+                        matcher.find(found, push)
+                    elif matcher.scanned:
+                        matcher.find_value(found[0], push)
+                    else:
+                        # The most common step: one value, exact values.
+                        child = matcher.exact.get(found[0])
                         if child is not None:
-                            hits.add(child)
+                            push(child)
             else:
                 for path, found in fields.items():
                     matcher = edges.get(path)
                     if matcher is not None and found:
-                        matcher.find(found, hits)
+                        matcher.find(found, push)
             if state.absent:
                 for path, matcher in state.absent.items():
-                    found = fields.get(path)
+                    found = get(path)
                     if not found or all(value[0] == NULL
                                         for value in found):
-                        hits.add(matcher.absent)
-            for child in hits:
-                if child.subs:
-                    out.update(child.subs)
-                if child.edges:
-                    push(child)
+                        push(matcher.absent)
+
+    def path_tree(self):
+        """Return :attr:`paths` as a PathTree, for flatten_body."""
+        if self._tree is None:
+            self._tree = PathTree(self.paths)
+        return self._tree
 
     def _count_paths(self, branch, step):
         for condition in branch:
             for prefix in path_prefixes(condition.path):
                 _count(self.paths, prefix, step)
+        self._tree = None

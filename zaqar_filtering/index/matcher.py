@@ -55,6 +55,8 @@ class Matcher:
         self._several_kinds = {}
         self._tags = {}
         self._binding_keys = TopicTrie()
+        # Subscriptions with binding keys (cheaper to test than the trie).
+        self._binding_subs = 0
         grid = NumberGrid(limits.max_policy_number, limits.max_policy_decimals)
         self._attributes = PolicyAutomaton(grid)
         self._body = PolicyAutomaton(grid)
@@ -95,7 +97,13 @@ class Matcher:
         """
         if not isinstance(message, dict):
             fields.MessageView(message)  # raises, naming the type
-        found = (set(), set(), set())
+        several = self._several_kinds
+        if several:
+            found = (set(), set(), set())
+        else:
+            # Nothing to intersect: every index adds to the result.
+            matched = set(self._unfiltered)
+            found = (matched, matched, matched)
         if self._tags:
             tags = fields.read_tags(message)
             if tags:
@@ -104,7 +112,7 @@ class Matcher:
                     subs = index.get(tag)
                     if subs:
                         hits.update(subs)
-        if self._binding_keys:
+        if self._binding_subs:
             words = fields.read_routing_key(message)
             if words is not None:
                 self._binding_keys.find(words, found[_BINDING_KEYS])
@@ -115,17 +123,18 @@ class Matcher:
         automaton = self._body
         if automaton.paths:
             automaton.find(fields.flatten_body(message.get(fields.BODY),
-                                               automaton.paths),
+                                               automaton.path_tree()),
                            found[_FILTER_POLICY])
+        if not several:
+            return matched
         matched = self._unfiltered.union(*found)
-        several = self._several_kinds
-        if several:
-            # Iterate over the matches: intersection() with a dict would
-            # iterate over the dict.
-            for sub_id in [s for s in matched if s in several]:
-                if not all(sub_id in found[kind]
-                           for kind in several[sub_id]):
+        # Iterate over the matches: intersection() with a dict would
+        # iterate over the dict.
+        for sub_id in [s for s in matched if s in several]:
+            for kind in several[sub_id]:
+                if sub_id not in found[kind]:
                     matched.discard(sub_id)
+                    break
         return matched
 
     def _index(self, sub_id, policy, adding):
@@ -142,6 +151,7 @@ class Matcher:
                         del self._tags[tag]
         if policy.binding_keys is not None:
             kinds.append(_BINDING_KEYS)
+            self._binding_subs += 1 if adding else -1
             for words in policy.binding_keys:
                 if adding:
                     self._binding_keys.add(words, sub_id)

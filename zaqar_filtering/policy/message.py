@@ -136,8 +136,21 @@ def parse_attribute(name, value):
 
     :raises InvalidPolicy: if the attribute is malformed.
     """
-    if type(value) is str and type(name) is str and name:
-        return ((v.STRING, value),)  # the common case, for the matcher
+    if type(name) is str and name:
+        # The common cases, for the matcher.
+        kind = type(value)
+        if kind is str:
+            return ((v.STRING, value),)
+        if kind is dict and len(value) == 2:
+            text = value.get('Value')
+            if type(text) is str:
+                data_type = value.get('Type')
+                if data_type == 'String':
+                    return ((v.STRING, text),)
+                if data_type == 'Number':
+                    number = v.number_from_text(text)
+                    if number is not None:
+                        return ((v.NUMBER, number),)
 
     def fail(rule, detail):
         raise InvalidPolicy(ATTRIBUTES, rule, detail, (name,))
@@ -162,7 +175,7 @@ def parse_attribute(name, value):
 
 
 def _parse_typed(value, fail):
-    if set(value) != {'Type', 'Value'}:
+    if len(value) != 2 or 'Type' not in value or 'Value' not in value:
         fail('attribute_value', 'a typed attribute has exactly the keys '
              '"Type" and "Value", not %s' % v.describe(sorted(value, key=str)))
     kind, text = value['Type'], value['Value']
@@ -195,6 +208,28 @@ def _parse_typed(value, fail):
     return found
 
 
+class PathTree(dict):
+    """Dotted body paths arranged for :func:`flatten_body`.
+
+    It maps the path of an object in the body ('' for the body itself) to
+    ``{key: path}``: the keys of that object whose path is wanted.
+    """
+
+    def __init__(self, wanted):
+        """Arrange ``wanted``: dotted paths and their path_prefixes."""
+        super().__init__()
+        for path in wanted:
+            self.setdefault('', {})[path] = path
+            dot = path.find('.', 1)  # '' is the body's own path
+            while dot >= 0:
+                self.setdefault(path[:dot], {})[path[dot + 1:]] = path
+                dot = path.find('.', dot + 1)
+
+
+# The key of an array element or a scalar in flatten_body's walk.
+_ELEMENT = object()
+
+
 def flatten_body(body, wanted=None):
     """Return a dict of dotted path -> tuple of typed values of a JSON body.
 
@@ -204,8 +239,9 @@ def flatten_body(body, wanted=None):
     so a ``MessageBody`` policy never matches it.
 
     :param wanted: if given, a container of the dotted paths to read and
-        their :func:`path_prefixes`; subtrees outside it are not visited,
-        which bounds the work by what the policies read.
+        their :func:`path_prefixes`, or its :class:`PathTree`; subtrees
+        outside it are not visited, which bounds the work by what the
+        policies read.
     """
     if isinstance(body, str):
         try:
@@ -214,23 +250,58 @@ def flatten_body(body, wanted=None):
             return {}
     if not isinstance(body, dict):
         return {}
+    if wanted is not None and not isinstance(wanted, PathTree):
+        wanted = PathTree(wanted)
     fields = {}
+    several = {}  # the paths with more than one value so far -> a list
     stack = [('', body)]
+    pop, push = stack.pop, stack.append
     while stack:
-        path, node = stack.pop()
+        path, node = pop()
         if isinstance(node, dict):
-            prefix = path + '.' if path else ''
-            for key, value in node.items():
-                child = prefix + str(key)
-                if wanted is None or child in wanted:
-                    stack.append((child, value))
+            if wanted is None:
+                prefix = path + '.' if path else ''
+                items = ((prefix + str(key), value)
+                         for key, value in node.items())
+            else:
+                keys = wanted.get(path)
+                if keys is None:
+                    continue
+                items = node.items()
         elif isinstance(node, list):
-            stack.extend((path, item) for item in reversed(node))
+            if any(isinstance(item, (dict, list)) for item in node):
+                stack.extend((path, item) for item in reversed(node))
+                continue
+            items = ((_ELEMENT, item) for item in node)
         else:
-            value = v.from_json(node)
-            if value is not None:
-                fields.setdefault(path, []).append(value)
-    return {path: tuple(found) for path, found in fields.items()}
+            items = ((_ELEMENT, node),)
+        for key, value in items:
+            if key is _ELEMENT:
+                key = path
+            elif wanted is not None:
+                key = keys.get(key if type(key) is str else str(key))
+                if key is None:
+                    continue
+            # A scalar: v.from_json, with the common string case inlined.
+            if type(value) is str:
+                value = (v.STRING, value)
+            elif isinstance(value, (dict, list)):
+                push((key, value))
+                continue
+            else:
+                value = v.from_json(value)
+                if value is None:
+                    continue
+            found = fields.get(key)
+            if found is None:
+                fields[key] = (value,)
+            elif key in several:
+                several[key].append(value)
+            else:
+                several[key] = [*found, value]
+    for key, found in several.items():
+        fields[key] = tuple(found)
+    return fields
 
 
 def path_prefixes(path):
@@ -275,6 +346,9 @@ def read_attributes(message, names=None):
     fields = {}
     for name, value in attributes.items():
         if names is not None and name not in names:
+            continue
+        if type(value) is str and type(name) is str and name:
+            fields[name] = ((v.STRING, value),)  # parse_attribute's, inlined
             continue
         try:
             found = parse_attribute(name, value)

@@ -52,6 +52,10 @@ def number_from_text(text):
 
 def from_json(value):
     """Return the typed value of a JSON scalar, or None for anything else."""
+    kind = type(value)
+    if kind is int or kind is float:  # not bool, whose type is bool
+        number = number_from_json(value)
+        return None if number is None else (NUMBER, number)
     if isinstance(value, str):
         return (STRING, value)
     if value is True or value is False:

@@ -13,12 +13,16 @@
 """validate_message: the filter fields a posted message may carry."""
 
 import copy
+import decimal
 import unittest
 
 from zaqar_filtering import InvalidPolicy
 from zaqar_filtering.policy.message import flatten_body
 from zaqar_filtering.policy.message import path_prefixes
+from zaqar_filtering.policy.message import PathTree
+from zaqar_filtering.policy.message import read_attributes
 from zaqar_filtering.policy.message import with_body_fields
+from zaqar_filtering.policy import values as v
 from zaqar_filtering import validate_message
 
 
@@ -131,6 +135,123 @@ class TestFlattenBody(unittest.TestCase):
         self.assertEqual({'a.c.d': (('n', 1), ('n', 2))},
                          {path: tuple(sorted(found)) for path, found in
                           flatten_body(body, wanted).items()})
+
+    def test_agrees_with_a_recursive_reading(self):
+        body = {'a': {'b': ['x', 1, {'c': 2.5}, [None, True]], 'c': 'y',
+                      'd': {'e': {'f': 'z'}}, 'g': 7},
+                'a.b': ['w', -1], 'h': [{'i': 'u'}, {'i': 'v', 'j': 0}],
+                'k': None, 3: 'three', 'l': [], 'm': {}}
+        paths = ['a.b', 'a.b.c', 'a.c', 'a.d.e.f', 'h.i', 'h.j', 'k', '3',
+                 'x.y']
+        wanted = {prefix for path in paths for prefix in path_prefixes(path)}
+        for chosen in (None, wanted, set(path_prefixes('a.b'))):
+            with self.subTest(wanted=chosen):
+                expected = {
+                    path: sorted(found, key=repr) for path, found
+                    in reference_flatten(body, chosen).items()}
+                found = flatten_body(body, chosen)
+                self.assertTrue(all(type(f) is tuple for f in found.values()))
+                self.assertEqual(expected, {
+                    path: sorted(values, key=repr)
+                    for path, values in found.items()})
+
+    def test_empty_and_dotted_keys(self):
+        body = {'': {'x': 1, '': {'y': 2}}, '.x': 3, 'a': {'': 4, '.b': 5,
+                'b': {'': 6}}, 'a.': {'.b': 7}, 'a..b': 8, 'x': 9, 'y': 10}
+        paths = ['', '.x', 'x', 'y', 'a.', 'a..b', 'a.b.', 'z.']
+        wanted = {prefix for path in paths for prefix in path_prefixes(path)}
+        expected = {path: sorted(values) for path, values
+                    in reference_flatten(body, wanted).items()}
+        self.assertEqual({'.x', 'x', 'y', 'a.', 'a..b', 'a.b.'},
+                         set(expected))
+        for given in (wanted, PathTree(wanted)):
+            self.assertEqual(expected, {
+                path: sorted(values) for path, values
+                in flatten_body(body, given).items()})
+
+    def test_array_values_keep_their_order(self):
+        self.assertEqual(
+            {'a': (('s', 'x'), ('n', 1), ('s', 'y'))},
+            flatten_body({'a': ['x', 1, 'y']}))
+        self.assertEqual(
+            {'a': (('s', 'x'), ('s', 'y')), 'a.b': (('n', 1),)},
+            flatten_body({'a': ['x', {'b': 1}, 'y']}))
+
+    def test_json_text_and_other_bodies(self):
+        self.assertEqual({'a': (('n', 1),)}, flatten_body('{"a": 1}'))
+        for body in ('[1]', 'nope', [{'a': 1}], 3, None):
+            with self.subTest(body=body):
+                self.assertEqual({}, flatten_body(body))
+
+
+def reference_flatten(body, wanted=None):
+    """flatten_body's contract, read recursively (values as lists)."""
+    fields = {}
+
+    def visit(path, node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                child = '%s.%s' % (path, key) if path else str(key)
+                if wanted is None or child in wanted:
+                    visit(child, value)
+        elif isinstance(node, list):
+            for item in node:
+                visit(path, item)
+        else:
+            value = v.from_json(node)
+            if value is not None:
+                fields.setdefault(path, []).append(value)
+
+    visit('', body)
+    return fields
+
+
+class TestReadAttributes(unittest.TestCase):
+
+    def test_typed_and_plain_attributes(self):
+        self.assertEqual({
+            'a': (('s', 'x'),), 'b': (('s', '10'),),
+            'c': (('n', decimal.Decimal('10')),),
+            'd': (('n', decimal.Decimal('-1.5E+3')),),
+            'e': (('s', 'x'), ('n', decimal.Decimal(1))),
+            'f': (('b', True), ('z', None)), 'g': (('n', 2),)},
+            read_attributes({'attributes': {
+                'a': 'x', 'b': {'Type': 'String', 'Value': '10'},
+                'c': {'Type': 'Number', 'Value': '10'},
+                'd': {'Value': '-1.5e3', 'Type': 'Number'},
+                'e': ['x', 1],
+                'f': {'Type': 'String.Array', 'Value': '[true, null]'},
+                'g': 2,
+                'h': {'Type': 'Binary', 'Value': 'eA=='}}}))
+
+    def test_malformed_attributes_are_skipped(self):
+        malformed = [
+            {'Type': 'Number', 'Value': 'ten'},
+            {'Type': 'Number', 'Value': 'NaN'},
+            {'Type': 'Number', 'Value': 10},
+            {'Type': 'String', 'Value': None},
+            {'Type': 'String', 'Value': 'x', 'Extra': 1},
+            {'Type': 'String'},
+            {'Value': 'x', 'Tipe': 'String'},
+            {'Type': 'Strange', 'Value': 'x'},
+            {'x': 1}, [{'x': 1}], None]
+        for value in malformed:
+            with self.subTest(value=value):
+                self.assertEqual({}, read_attributes(
+                    {'attributes': {'k': value}}))
+                with self.assertRaises(InvalidPolicy):
+                    validate_message({'attributes': {'k': value}})
+        for name in ('', 1, None):
+            with self.subTest(name=name):
+                self.assertEqual({}, read_attributes(
+                    {'attributes': {name: 'x'}}))
+
+    def test_only_the_names_asked_for(self):
+        message = {'attributes': {'a': 'x', 'b': {'Type': 'Number',
+                                                  'Value': '1'}, 'c': 'y'}}
+        self.assertEqual({'a': (('s', 'x'),)},
+                         read_attributes(message, {'a': 1, 'z': 1}))
+        self.assertEqual({}, read_attributes({'attributes': 'x'}, {'a'}))
 
 
 class TestBodyFields(unittest.TestCase):
