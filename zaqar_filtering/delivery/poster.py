@@ -61,6 +61,7 @@ class LoopPoster:
         if wait:
             finished.result()
             self._thread.join()
+            self._loop.close()
         self._blocking.shutdown(wait=wait)
 
     async def _drain(self):
