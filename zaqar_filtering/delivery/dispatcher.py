@@ -49,7 +49,7 @@ class Dispatcher:
     :param poster: makes the attempts: ``submit(deliveries, done)`` calls
         ``done(delivery, error)`` for each, from any thread, with None on
         success, the error as text, or the exception of an attempt that
-        failed unexpectedly; ``shutdown(wait)`` (see :class:`~zaqar_
+        failed unexpectedly; ``shutdown()`` (see :class:`~zaqar_
         filtering.delivery.poster.LoopPoster`).
     :param settings: the :class:`~zaqar_filtering.policy.retry.
         RetrySettings`.
@@ -91,7 +91,7 @@ class Dispatcher:
                 self._wake.clear()
                 self._maybe_report()
         finally:
-            self._poster.shutdown(wait=True)
+            self._poster.shutdown()
             try:
                 self._flush()
             except StoreUnavailable as exc:

@@ -53,16 +53,14 @@ class LoopPoster:
         """
         self._loop.call_soon_threadsafe(self._start, deliveries, done)
 
-    def shutdown(self, wait=True):
+    def shutdown(self):
         """Finish the attempts under way, then stop the loop."""
         if not self._thread.is_alive():
             return
-        finished = asyncio.run_coroutine_threadsafe(self._drain(), self._loop)
-        if wait:
-            finished.result()
-            self._thread.join()
-            self._loop.close()
-        self._blocking.shutdown(wait=wait)
+        asyncio.run_coroutine_threadsafe(self._drain(), self._loop).result()
+        self._thread.join()
+        self._loop.close()
+        self._blocking.shutdown()
 
     async def _drain(self):
         while self._running:

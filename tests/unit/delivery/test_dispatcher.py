@@ -45,7 +45,7 @@ class InlinePoster:
                 error = exc
             done(d, error)
 
-    def shutdown(self, wait=True):
+    def shutdown(self):
         pass
 
 
